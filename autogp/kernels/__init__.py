@@ -1,0 +1,71 @@
+"""Kernel expressions: immutable trees of atoms and operators, their text form and packing.
+
+>>> from autogp.kernels import parse, to_text
+>>> to_text(parse("LIN + PER * SE"))
+'LIN + PER * SE'
+"""
+
+from autogp.kernels import spec
+from autogp.kernels.atoms import (
+    ATOM_CLASSES,
+    GE,
+    RQ,
+    SE,
+    Atom,
+    Const,
+    Linear,
+    Matern12,
+    Matern32,
+    Matern52,
+    Periodic,
+    WhiteNoise,
+)
+from autogp.kernels.base import Kernel, depth, kernel_class, leaves, nodes, size
+from autogp.kernels.operators import ChangePoint, Operator, Product, Sum
+from autogp.kernels.packing import pack, pack_one, unpack, unpack_one
+from autogp.kernels.text import parse, structure, to_text
+from autogp.kernels.transforms import (
+    constrain,
+    constrain_np,
+    default_natural_params,
+    unconstrain,
+    unconstrain_np,
+)
+
+__all__ = [
+    "ATOM_CLASSES",
+    "GE",
+    "RQ",
+    "SE",
+    "Atom",
+    "ChangePoint",
+    "Const",
+    "Kernel",
+    "Linear",
+    "Matern12",
+    "Matern32",
+    "Matern52",
+    "Operator",
+    "Periodic",
+    "Product",
+    "Sum",
+    "WhiteNoise",
+    "constrain",
+    "constrain_np",
+    "default_natural_params",
+    "depth",
+    "kernel_class",
+    "leaves",
+    "nodes",
+    "pack",
+    "pack_one",
+    "parse",
+    "size",
+    "spec",
+    "structure",
+    "to_text",
+    "unconstrain",
+    "unconstrain_np",
+    "unpack",
+    "unpack_one",
+]

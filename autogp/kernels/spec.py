@@ -147,6 +147,17 @@ UNIT_POWERS: Final = {
     "scale": (1, 0),
 }
 
+# Per-opcode exceptions to UNIT_POWERS: LIN's amp multiplies (t - intercept)(t' - intercept), so it
+# carries time^-2; PER's l divides a squared sine (dimensionless), so it does not scale with time.
+UNIT_POWER_EXCEPTIONS: Final = {(LIN, "amp"): (-2, 2), (PER, "l"): (0, 0)}
+# Parameters that are points on the time axis: in data units they also shift by the time offset.
+TIME_LOCATIONS: Final = frozenset({"intercept", "location"})
+
+
+def unit_powers(op: int, name: str) -> tuple[int, int]:
+    """(power of time_scale, power of value_scale) of parameter ``name`` of opcode ``op``."""
+    return UNIT_POWER_EXCEPTIONS.get((op, name), UNIT_POWERS[name])
+
 
 def is_atom(op: int) -> bool:
     return op in ATOMS
