@@ -89,20 +89,37 @@ class Kernel(eqx.Module):
         """The same covariance expressed in data units.
 
         Fitting uses normalised t_n = (t - time_offset) / time_scale and y_n = y / value_scale
-        (after centring). Each parameter theta becomes theta * time_scale**a * value_scale**b with
-        (a, b) = ``spec.unit_powers(opcode, name)``, and points on the time axis (LIN intercept,
-        CP location) also shift: theta * time_scale + time_offset. Then
+        (after centring); the result k_data satisfies
         k_data(t, t') = value_scale**2 * k_n(t_n, t_n').
+
+        Each parameter theta becomes theta * time_scale**a * value_scale**b with (a, b) =
+        ``spec.unit_powers(opcode, name)``, and points on the time axis (LIN intercept, CP
+        location) also shift: theta * time_scale + time_offset. The value_scale**2 must enter
+        every additive term exactly once, so it goes into both sides of a Sum or ChangePoint but
+        only into the left factor of a Product (the right factor keeps its value-unit
+        parameters, e.g. a PER amp, as they were).
         """
+        return self._in_data_units(time_scale, time_offset, value_scale, carries_value_scale=True)
+
+    def _in_data_units(
+        self, time_scale: float, time_offset: float, value_scale: float, carries_value_scale: bool
+    ) -> Kernel:
         params = []
         for name, value in zip(spec.PARAM_NAMES[self.opcode], self.params, strict=True):
             time_power, value_power = spec.unit_powers(self.opcode, name)
-            value = value * time_scale**time_power * value_scale**value_power
+            value = value * time_scale**time_power
+            if carries_value_scale:
+                value = value * value_scale**value_power
             if name in spec.TIME_LOCATIONS:
                 value = value + time_offset
             params.append(value)
+        if self.opcode == spec.TIMES:
+            child_carries = (carries_value_scale, False)
+        else:
+            child_carries = (carries_value_scale, carries_value_scale)
         children = tuple(
-            c.in_data_units(time_scale, time_offset, value_scale) for c in self.children
+            child._in_data_units(time_scale, time_offset, value_scale, carries)
+            for child, carries in zip(self.children, child_carries, strict=False)
         )
         return self.from_parts(children, tuple(params))
 
