@@ -60,6 +60,13 @@ def test_parameters_are_floats_and_validated():
             bad()
 
 
+def test_operators_need_kernel_operands():
+    with pytest.raises(TypeError, match="right must be a Kernel"):
+        Sum(SE(), 1.0)
+    with pytest.raises(TypeError):
+        SE() + 1.0
+
+
 def test_tree_helpers():
     expr = parse("CP(LIN + PER, GE) * SE")
     assert depth(SE()) == 0

@@ -16,6 +16,11 @@ class Operator(Kernel):
     left: eqx.AbstractVar[Kernel]
     right: eqx.AbstractVar[Kernel]
 
+    def __check_init__(self) -> None:
+        for side, child in (("left", self.left), ("right", self.right)):
+            if not isinstance(child, Kernel):
+                raise TypeError(f"{type(self).__name__}.{side} must be a Kernel, got {child!r}")
+
     @property
     def children(self) -> tuple[Kernel, ...]:
         return (self.left, self.right)
