@@ -1,0 +1,124 @@
+"""Normalisation of time and values before fitting, and its inverse for reporting.
+
+Models are fitted on time mapped to [0, 1] over the training span and values mapped to zero mean
+and unit variance, so that one set of default priors suits series of any scale. A :class:`Scaler`
+records the affine maps; ``(time_scale, time_offset, value_scale, value_offset)`` are what is
+needed to convert fitted parameters back to data units (a length scale ``l`` in normalised time
+is ``l * time_scale`` time units; an amplitude ``a`` in normalised values is
+``a * value_scale**2`` in squared data units).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from autogp.data.errors import DataError
+
+
+def _finite_1d(x: Any, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 1 or a.size == 0:
+        raise DataError(f"{name}: expected a non-empty 1-D array, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise DataError(f"{name}: contains {int(np.sum(~np.isfinite(a)))} non-finite values")
+    return a
+
+
+def _robust_mean_std(y: np.ndarray) -> tuple[float, float]:
+    """Mean and population std without overflow for huge values (divide by max |y| first)."""
+    big = float(np.max(np.abs(y)))
+    if big == 0.0:
+        return 0.0, 0.0
+    z = y / big
+    m = float(np.mean(z))
+    s = float(np.sqrt(np.mean((z - m) ** 2)))
+    return m * big, s * big
+
+
+@dataclass(frozen=True)
+class Scaler:
+    """Affine normalisation ``t -> (t - time_offset) / time_scale``, ``y -> (y - value_offset) /
+    value_scale`` (after ``log`` when ``log=True``).
+
+    Build one with :meth:`fit`. ``time_offset`` is the first training time and ``time_scale``
+    the training span, so training times map onto [0, 1]. ``value_offset``/``value_scale`` are
+    the mean and standard deviation of the (possibly log) training values.
+    """
+
+    time_offset: float = 0.0
+    time_scale: float = 1.0
+    value_offset: float = 0.0
+    value_scale: float = 1.0
+    log: bool = False
+
+    @classmethod
+    def fit(cls, t: Any, y: Any, *, log: bool = False) -> Scaler:
+        """Fit the normalisation to training times ``t`` and values ``y``.
+
+        Guards: a single time point gives ``time_scale = 1``; a constant series (std zero, or
+        below 1e-12 of its magnitude, i.e. rounding noise) gives ``value_scale = |mean|`` (1
+        for an all-zero series) so nothing divides by zero. With ``log=True`` all values must
+        be positive.
+        """
+        t = _finite_1d(t, "t")
+        y = _finite_1d(y, "y")
+        lo, hi = float(np.min(t)), float(np.max(t))
+        span = hi - lo
+        if not np.isfinite(span):
+            raise DataError("t: time span is too wide to represent in float64")
+        time_scale = span if span > 0 else 1.0
+        if log:
+            if np.any(y <= 0):
+                bad = y[y <= 0]
+                raise DataError(
+                    f"y: log_transform needs positive values, but {bad.size} are <= 0 "
+                    f"(e.g. {bad[0]!r}); turn log_transform off or shift the series"
+                )
+            y = np.log(y)
+        mean, std = _robust_mean_std(y)
+        if not (std > 1e-12 * abs(mean)) or std == 0.0:
+            std = abs(mean) if mean != 0.0 else 1.0
+        return cls(lo, time_scale, mean, std, log)
+
+    # ---- time ------------------------------------------------------------------------------
+    def forward_t(self, t: Any) -> np.ndarray:
+        """Numeric time -> normalised time (training span -> [0, 1])."""
+        return (np.asarray(t, dtype=np.float64) - self.time_offset) / self.time_scale
+
+    def inverse_t(self, u: Any) -> np.ndarray:
+        """Normalised time -> numeric time."""
+        return np.asarray(u, dtype=np.float64) * self.time_scale + self.time_offset
+
+    # ---- values ----------------------------------------------------------------------------
+    def forward_y(self, y: Any) -> np.ndarray:
+        """Data values -> normalised values."""
+        y = np.asarray(y, dtype=np.float64)
+        if self.log:
+            y = np.log(y)
+        return (y - self.value_offset) / self.value_scale
+
+    def inverse_y(self, z: Any) -> np.ndarray:
+        """Normalised values -> data values (also right for quantiles; the maps are monotone)."""
+        y = np.asarray(z, dtype=np.float64) * self.value_scale + self.value_offset
+        return np.exp(y) if self.log else y
+
+    def inverse_y_std(self, s: Any) -> np.ndarray:
+        """A standard deviation in normalised units -> data units (log units when ``log``)."""
+        return np.asarray(s, dtype=np.float64) * self.value_scale
+
+    # ---- serialisation ---------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Scaler:
+        return cls(
+            float(d["time_offset"]),
+            float(d["time_scale"]),
+            float(d["value_offset"]),
+            float(d["value_scale"]),
+            bool(d.get("log", False)),
+        )

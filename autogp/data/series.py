@@ -1,0 +1,134 @@
+"""The :class:`TimeSeries` container: clean, sorted float64 arrays plus their time axis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autogp.data.errors import DataError
+from autogp.data.scaling import Scaler
+from autogp.data.timeaxis import TimeAxis
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class TimeSeries:
+    """One univariate series, validated and sorted by time.
+
+    Attributes:
+        t: float64 numeric times in the axis' unit (strictly increasing, finite).
+        y: float64 values (finite), same length as ``t``.
+        unique_id: the series' name (the id column's value for panels).
+        axis: how time stamps map to ``t`` (see :class:`TimeAxis`); a numeric axis when omitted.
+        is_test: optional bool mask marking held-out observations (from a split column).
+
+    The arrays are read-only copies. Use :meth:`train`/:meth:`test` for the split parts.
+    """
+
+    t: np.ndarray
+    y: np.ndarray
+    unique_id: str = "series"
+    axis: TimeAxis = field(default=None)  # type: ignore[assignment]
+    is_test: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        t = np.asarray(self.t, dtype=np.float64)
+        y = np.asarray(self.y, dtype=np.float64)
+        if t.ndim != 1 or y.ndim != 1 or t.shape != y.shape:
+            raise DataError(
+                f"series {self.unique_id!r}: t and y must be 1-D of equal length, "
+                f"got shapes {t.shape} and {y.shape}"
+            )
+        if not (np.all(np.isfinite(t)) and np.all(np.isfinite(y))):
+            raise DataError(f"series {self.unique_id!r}: t and y must be finite")
+        if t.size > 1 and not np.all(np.diff(t) > 0):
+            raise DataError(f"series {self.unique_id!r}: t must be strictly increasing")
+        object.__setattr__(self, "t", _frozen(t))
+        object.__setattr__(self, "y", _frozen(y))
+        object.__setattr__(self, "unique_id", str(self.unique_id))
+        if self.axis is None:
+            object.__setattr__(self, "axis", TimeAxis.infer(t))
+        if self.is_test is not None:
+            m = np.asarray(self.is_test, dtype=bool)
+            if m.shape != t.shape:
+                raise DataError(f"series {self.unique_id!r}: is_test must match t's shape")
+            object.__setattr__(self, "is_test", _frozen(m))
+
+    # ---- basics ----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.t.size)
+
+    @property
+    def n(self) -> int:
+        """Number of observations."""
+        return int(self.t.size)
+
+    @property
+    def ds(self) -> pd.Index:
+        """The time stamps (dates or numbers) of the observations."""
+        return self.axis.to_ds(self.t)
+
+    def __repr__(self) -> str:
+        return (
+            f"TimeSeries(unique_id={self.unique_id!r}, n={self.n}, axis={self.axis.describe()!r})"
+        )
+
+    # ---- forecasting helpers ---------------------------------------------------------------
+    def future_t(self, horizon: int) -> np.ndarray:
+        """Numeric times of the next ``horizon`` grid points after the last observation."""
+        return self.axis.future_numeric(float(self.t[-1]), horizon)
+
+    def future_ds(self, horizon: int) -> pd.Index:
+        """Time stamps of the next ``horizon`` grid points (dates continue the input's grid)."""
+        return self.axis.future_ds(float(self.t[-1]), horizon)
+
+    def scaler(self, *, log: bool = False) -> Scaler:
+        """A :class:`Scaler` fitted to this series."""
+        return Scaler.fit(self.t, self.y, log=log)
+
+    # ---- subsets ---------------------------------------------------------------------------
+    def _subset(self, mask: np.ndarray) -> TimeSeries:
+        sub_test = None if self.is_test is None else self.is_test[mask]
+        return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test)
+
+    def train(self) -> TimeSeries:
+        """The observations not marked as test (all of them without a split)."""
+        if self.is_test is None:
+            return self
+        return self._subset(~self.is_test)
+
+    def test(self) -> TimeSeries:
+        """The observations marked as test (raises when there is no split)."""
+        if self.is_test is None or not self.is_test.any():
+            raise DataError(f"series {self.unique_id!r} has no test observations")
+        return self._subset(self.is_test)
+
+    def split(self, n_test: int) -> tuple[TimeSeries, TimeSeries]:
+        """The series without its last ``n_test`` points, and those points."""
+        if not 0 < n_test < self.n:
+            raise DataError(
+                f"series {self.unique_id!r}: n_test must be in 1..{self.n - 1}, got {n_test}"
+            )
+        cut = np.arange(self.n) < self.n - n_test
+        return self._subset(cut), self._subset(~cut)
+
+    def to_frame(self) -> pd.DataFrame:
+        """A DataFrame with columns ``unique_id``, ``ds``, ``y`` (and ``split`` if any)."""
+        df = pd.DataFrame(
+            {"unique_id": self.unique_id, "ds": self.ds, "y": self.y}, index=range(self.n)
+        )
+        if self.is_test is not None:
+            df["split"] = np.where(self.is_test, "test", "train")
+        return df
+
+    def with_values(self, y: Any) -> TimeSeries:
+        """The same times and axis with new values (e.g. a transformed series)."""
+        return replace(self, y=np.asarray(y, dtype=np.float64))
