@@ -115,6 +115,10 @@ def _listing(raw: _Raw, idx: np.ndarray, values: Any = None) -> str:
     return f"{word} {', '.join(parts)}{more}"
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def _show(v: Any) -> str:
     """A value quoted for a message, shortened if long."""
     s = repr(v)
@@ -358,11 +362,14 @@ def _parse_values(raw: _Raw, col: str) -> np.ndarray:
         i = int(bad[0])
         v = obj[i]
         hint = ""
-        if isinstance(v, str) and re.fullmatch(r"[-+]?\d+,\d+", v):
+        if isinstance(v, str) and re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", v):
+            hint = (
+                " (thousands separators and decimal commas are not supported; write e.g. "
+                "1234 or 1.234)"
+            )
+        elif isinstance(v, str) and re.fullmatch(r"[-+]?\d*,\d+", v):
             hint = " (a decimal comma? use '.' as the decimal point)"
-        elif isinstance(v, str) and re.fullmatch(r"[-+]?\d{1,3}(,\d{3})+(\.\d+)?", v):
-            hint = " (thousands separators are not supported; remove the commas)"
-        others = f"; {bad.size - 1} more rows are not numbers either" if bad.size > 1 else ""
+        others = f"; {_plural(bad.size - 1, 'more row')} not numbers either" if bad.size > 1 else ""
         raise DataError(
             f"{_where(raw, col)}, {raw.at(i)}: value {_show(v)} is not a number{hint}{others}",
             source=raw.source,
@@ -517,7 +524,8 @@ def _build(
 ) -> list[TimeSeries]:
     if aggregate is not None and aggregate not in AGGREGATES:
         raise DataError(
-            f"aggregate must be one of {list(AGGREGATES)} or None, got {aggregate!r}",
+            f"{raw.source}: aggregate must be one of {list(AGGREGATES)} or None, got {aggregate!r}",
+            source=raw.source,
             value=aggregate,
         )
     names = [c for c in (time_col, target_col, id_col, split_col) if c is not None]
@@ -536,8 +544,8 @@ def _build(
         raw_y = raw.cells[target_col]
         n_missing = int(np.isnan(y_all[bad]).sum())
         what = (
-            f"{bad.size} rows with missing or non-finite {target_col!r} ({n_missing} missing, "
-            f"{bad.size - n_missing} infinite): {_listing(raw, bad, raw_y)}"
+            f"{_plural(bad.size, 'row')} with missing or non-finite {target_col!r} "
+            f"({n_missing} missing, {bad.size - n_missing} infinite): {_listing(raw, bad, raw_y)}"
         )
         if strict:
             i = int(bad[0])
@@ -642,11 +650,13 @@ def _build(
         if kind == "datetime":
             axis = _infer_datetime(keys)
             t = axis.us_to_numeric(keys)
+            stamps = pd.DatetimeIndex(keys.astype("datetime64[us]"))
         else:
             axis = _infer_numeric(keys)
             t = axis.to_numeric(keys)
+            stamps = pd.Index(keys, dtype=np.float64)
         try:
-            out.append(TimeSeries(t, y, str(uid), axis, test))
+            out.append(TimeSeries(t, y, str(uid), axis, test, stamps))
         except DataError as exc:  # e.g. dates so close they collide in float64
             raise DataError(f"{label}: {exc}", source=raw.source) from None
     return out

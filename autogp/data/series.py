@@ -29,6 +29,8 @@ class TimeSeries:
         unique_id: the series' name (the id column's value for panels).
         axis: how time stamps map to ``t`` (see :class:`TimeAxis`); a numeric axis when omitted.
         is_test: optional bool mask marking held-out observations (from a split column).
+        stamps: the original time stamps, kept so :attr:`ds` is exact (float64 ``t`` cannot
+            hold microseconds over centuries); ``None``: :attr:`ds` is ``axis.to_ds(t)``.
 
     The arrays are read-only copies. Use :meth:`train`/:meth:`test` for the split parts.
     """
@@ -38,6 +40,7 @@ class TimeSeries:
     unique_id: str = "series"
     axis: TimeAxis = field(default=None)  # type: ignore[assignment]
     is_test: np.ndarray | None = None
+    stamps: pd.Index | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=np.float64)
@@ -61,6 +64,10 @@ class TimeSeries:
             if m.shape != t.shape:
                 raise DataError(f"series {self.unique_id!r}: is_test must match t's shape")
             object.__setattr__(self, "is_test", _frozen(m))
+        if self.stamps is not None:
+            if len(self.stamps) != t.size:
+                raise DataError(f"series {self.unique_id!r}: stamps must match t's length")
+            object.__setattr__(self, "stamps", pd.Index(self.stamps))
 
     # ---- basics ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -74,7 +81,7 @@ class TimeSeries:
     @property
     def ds(self) -> pd.Index:
         """The time stamps (dates or numbers) of the observations."""
-        return self.axis.to_ds(self.t)
+        return self.stamps if self.stamps is not None else self.axis.to_ds(self.t)
 
     def __repr__(self) -> str:
         return (
@@ -97,7 +104,8 @@ class TimeSeries:
     # ---- subsets ---------------------------------------------------------------------------
     def _subset(self, mask: np.ndarray) -> TimeSeries:
         sub_test = None if self.is_test is None else self.is_test[mask]
-        return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test)
+        sub_stamps = None if self.stamps is None else self.stamps[mask]
+        return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test, stamps=sub_stamps)
 
     def train(self) -> TimeSeries:
         """The observations not marked as test (all of them without a split)."""

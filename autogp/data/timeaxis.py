@@ -52,13 +52,6 @@ _ADJECTIVE = {
 }
 
 
-def _snap(x: np.ndarray) -> np.ndarray:
-    """Round values within float noise of an integer onto it (so forecasts land on the grid)."""
-    r = np.rint(x)
-    tol = 1e-9 + 1e-12 * np.abs(x)
-    return np.where(np.abs(x - r) <= tol, r, x)
-
-
 def to_microseconds(values: Any, *, source: str = "ds") -> np.ndarray:
     """Parse date-like values to int64 microseconds since 1970-01-01 (tz-aware -> UTC, naive).
 
@@ -209,7 +202,8 @@ class TimeAxis:
             return pd.Index(x + float(self.origin), dtype=np.float64)
         if not np.all(np.isfinite(x)):
             raise DataError("cannot convert non-finite numeric times to dates")
-        x = _snap(x)
+        # Rounding to whole microseconds absorbs float noise (e.g. 11.999999999999998 months
+        # lands on the grid date), no snapping needed.
         if not self.is_calendar:
             us = self._origin_us + np.rint(x * US_PER_UNIT[self.unit]).astype(np.int64)
         else:
@@ -306,8 +300,10 @@ class TimeAxis:
 def _infer_numeric(x: np.ndarray) -> TimeAxis:
     if x.size < 2:
         return TimeAxis("numeric", "units", 0.0, 1.0, True)
-    d = np.diff(x)
-    if not np.all(np.isfinite(d)) or not np.isfinite(x[-1] - x[0]):
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = np.diff(x)
+        span = x[-1] - x[0]
+    if not np.all(np.isfinite(d)) or not np.isfinite(span):
         raise DataError("ds: numeric time values span too wide a range to represent")
     g = float(d.min())
     close = np.isclose(d, g, rtol=1e-9, atol=1e-12 * float(np.max(np.abs(x))))
