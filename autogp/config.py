@@ -539,10 +539,24 @@ def _all_keys(cls: type, prefix: str = "") -> list[str]:
     return out
 
 
+# Common names for parameters whose short grammar names difflib would not find.
+_ALIASES = {
+    "lengthscale": "l",
+    "length_scale": "l",
+    "ls": "l",
+    "amplitude": "amp",
+    "variance": "amp",
+    "noise_variance": "noise",
+    "changepoint": "location",
+    "change_point": "location",
+}
+
+
 def _unknown(key: str, cls: type, prefix: str) -> ConfigError:
     names = [f.name for f in fields(cls)]
     name = key.rsplit(".", 1)[-1]
-    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    alias = _ALIASES.get(name.lower())
+    close = [alias] if alias in names else difflib.get_close_matches(name, names, n=1, cutoff=0.6)
     if not close:  # a case slip (lin vs LIN)?
         close = [n for n in names if n.lower() == name.lower()]
     if close:
@@ -740,6 +754,8 @@ def _toml_value(v: Any) -> str:
 
 def _to_toml(d: Mapping[str, Any], docs: Mapping[str, tuple[str, str]] | None = None) -> str:
     lines: list[str] = []
+    # An unset key whose default is set (a disabled output file) is written as false.
+    defaults = _flatten(_to_dict(Config()))
 
     def emit(table: Mapping[str, Any], prefix: str) -> None:
         scalars = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
@@ -751,7 +767,9 @@ def _to_toml(d: Mapping[str, Any], docs: Mapping[str, tuple[str, str]] | None = 
             if docs and full in docs:
                 doc, allowed = docs[full]
                 lines.append(f"# {doc}. Allowed: {allowed}.")
-            if v is None:
+            if v is None and defaults.get(full) is not None:
+                lines.append(f"{k} = false")
+            elif v is None:
                 lines.append(f"# {k} = (unset)")
             else:
                 lines.append(f"{k} = {_toml_value(v)}")
