@@ -229,6 +229,14 @@ CASES: list[tuple[str, str | bytes | None, str, dict, list[str]]] = [
         {"strict": True},
         ["not UTF-8", "0xff", "offset"],
     ),
+    (
+        "headerless with three columns",
+        "2020-01-01,1,x\n2020-02-01,2,y\n2020-03-01,3,z\n",
+        "s.csv",
+        {},
+        ["no column 'ds'", "first row looks like data", "header row"],
+    ),
+    ("bad separator argument", M, "s.csv", {"sep": ";;"}, ["sep", "';;'"]),
     ("corrupt gzip", b"not gzip at all", "s.csv.gz", {}, ["cannot read"]),
     ("no such file", None, "missing.csv", {}, ["missing.csv", "not found"]),
 ]

@@ -174,7 +174,7 @@ def _read_text(path: Path, strict: bool) -> str:
         msg = f"{src}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})"
         if strict:
             raise DataError(msg + "; re-save the file as UTF-8", source=src) from None
-        warnings.warn(msg + "; reading it as Latin-1", AutoGPDataWarning, stacklevel=4)
+        warnings.warn(msg + "; reading it as Latin-1", AutoGPDataWarning, stacklevel=3)
         return data.decode("latin-1")
 
 
@@ -235,6 +235,10 @@ def _csv_to_raw(
     id_col: str | None,
     extra_cols: Sequence[str],
 ) -> _Raw:
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1 or sep in '"\r\n'):
+        raise DataError(
+            f"{src}: sep must be one character such as ',' or ';', got {sep!r}", source=src
+        )
     if not text.strip():
         raise DataError(f"{src}: the file is empty", source=src)
     sample = [ln for ln in text.splitlines()[:50] if ln.strip() and not ln.startswith("#")][:20]
@@ -270,7 +274,16 @@ def _csv_to_raw(
     else:
         for col, role in ((time_col, "time_col"), (target_col, "target_col"), (id_col, "id_col")):
             if col is not None and col not in header:
-                raise _missing_column(src, col, role, header)
+                err = _missing_column(src, col, role, header)
+                if any(_is_number(c) or _is_date(c) for c in header if c):
+                    err = DataError(
+                        f"{err} The first row looks like data: a header row naming the "
+                        f"columns is needed unless the file has exactly two columns (time, "
+                        f"value; or id, time, value with id_col).",
+                        source=src,
+                        column=col,
+                    )
+                raise err
         for col in extra_cols:
             if col not in header:
                 raise _missing_column(src, col, "split_col", header)
