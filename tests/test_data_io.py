@@ -402,3 +402,14 @@ def test_no_warning_on_clean_data(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         read_csv(EXAMPLES / "airline.csv")
+
+
+def test_time_axis_infer_accepts_common_inputs():
+    unsorted = pd.DatetimeIndex(["2020-03-01", "2020-01-01", "2020-02-01", "2020-02-01"])
+    assert TimeAxis.infer(unsorted).unit == "months"
+    tz = pd.Series(pd.date_range("2020-01-01", periods=5, tz="UTC"))
+    assert (TimeAxis.infer(tz).kind, TimeAxis.infer(tz).unit) == ("datetime", "days")
+    assert TimeAxis.infer(["2020-01-05", "2020-01-12", "2020-01-19"]).freq == "W-SUN"
+    assert TimeAxis.infer([1, 2, 3]).kind == "numeric"
+    with pytest.raises(DataError):
+        TimeAxis.infer(["2020-01-01", "soon"])

@@ -137,12 +137,17 @@ class TimeAxis:
     # ---- construction ----------------------------------------------------------------------
     @classmethod
     def infer(cls, ds: Any) -> TimeAxis:
-        """Detect the axis of sorted, unique time stamps (dates or numbers; at least two)."""
-        if isinstance(ds, pd.DatetimeIndex) or (
-            hasattr(ds, "dtype") and np.issubdtype(np.asarray(ds).dtype, np.datetime64)
-        ):
-            return _infer_datetime(to_microseconds(ds))
-        return _infer_numeric(np.asarray(ds, dtype=np.float64))
+        """Detect the axis of time stamps (dates or numbers; sorted and de-duplicated here)."""
+        dtype = getattr(ds, "dtype", None)
+        if dtype is None:
+            ds = np.asarray(ds)
+            dtype = ds.dtype if ds.dtype != object else None
+        if dtype is None or dtype.kind not in "iuf":  # dates, date strings, tz-aware stamps
+            return _infer_datetime(np.unique(to_microseconds(ds)))
+        x = np.asarray(ds, dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            raise DataError("ds: numeric time values must be finite")
+        return _infer_numeric(np.unique(x))
 
     # ---- properties ------------------------------------------------------------------------
     @property
