@@ -184,6 +184,59 @@ def _draw_path(max_depth: int, a: Array, max_length: Array, key: Array) -> Array
     return hole.astype(jnp.int32)
 
 
+class DetachAttachChoice(NamedTuple):
+    """The outcome of one detach or attach draw on one tree: the new tree, the position a, the
+    position b (detach: the node moved up to a; attach: the hole the old subtree at a went to)
+    and whether a valid proposal exists (attach needs a path of length >= 1 to fit)."""
+
+    ops: Array
+    params: Array
+    a: Array
+    b: Array
+    possible: Array
+
+
+def sample_detach(ops: Array, params: Array, *, key: Array) -> DetachAttachChoice:
+    """Detach on one tree: a uniform among the operators, b uniform among the nodes strictly
+    below a; the subtree at b replaces the subtree at a (not possible if T is a single leaf)."""
+    key_a, key_b = jax.random.split(key)
+    is_operator = jnp.asarray(gr.IS_OPERATOR)[ops]
+    a = _pick_uniform(is_operator, key_a)
+    below_a = gr.subtree_mask(ops, a) & (jnp.arange(ops.shape[-1]) != a)
+    b = _pick_uniform(below_a, key_b)
+    small_ops, small_params = gr.move_subtree(ops, params, b, a)
+    return DetachAttachChoice(small_ops, small_params, a, b, jnp.any(is_operator))
+
+
+def sample_attach(
+    grammar: gr.Grammar, ops: Array, params: Array, *, key: Array
+) -> DetachAttachChoice:
+    """Attach on one tree: a uniform among the nodes, a path of length L >= 1 down to a hole b
+    within the depth limit given the height of the subtree at a (stop with 1/2 at levels
+    1 .. L_max-1, stop at L_max; left/right 1/2 each), on-path operators uniform over the
+    allowed ones (all CP when the node at a is a CP), off-path subtrees from the prior at their
+    positions, and the old subtree at a moved into the hole. Not possible when L_max < 1."""
+    tables = gr.heap_tables(grammar.max_depth)
+    key_a, key_path, key_fill = jax.random.split(key, 3)
+    a = _pick_uniform(ops != spec.EMPTY, key_a)
+    depth = jnp.asarray(tables.depth)
+    max_length = grammar.max_depth - depth[a] - gr.subtree_height(ops, a)
+    b = _draw_path(grammar.max_depth, a, max_length, key_path)
+    moved_ops, moved_params = gr.move_subtree(ops, params, a, b)
+    on_path, off_path = _path_masks(tables.num_slots, a, b)
+    big_ops, big_params = gr.fill_top_down(
+        grammar,
+        moved_ops,
+        moved_params,
+        free_mask=off_path,
+        root_mask=jnp.zeros_like(off_path),
+        path_mask=on_path,
+        forced_cp=ops[a] == spec.CP,
+        key=key_fill,
+    )
+    return DetachAttachChoice(big_ops, big_params, a, b, max_length >= 1)
+
+
 def propose_detach_attach(
     grammar: gr.Grammar, ops: Array, params: Array, *, key: Array
 ) -> Proposal:
@@ -209,36 +262,13 @@ def propose_detach_attach(
     valid by construction (detach only moves a subtree up; attach forces CP paths above a CP
     and checks the depth limit); a -inf term anywhere rejects.
     """
-    tables = gr.heap_tables(grammar.max_depth)
-    key_type, key_a, key_b, key_attach_a, key_path, key_fill = jax.random.split(key, 6)
-    present = ops != spec.EMPTY
-    size = gr.node_count(ops)
-    is_operator = jnp.asarray(gr.IS_OPERATOR)[ops]
-    detach = (size > 1) & (jax.random.uniform(key_type) < 0.5)
-
-    # Detach: a among the operators, b strictly below a; T_small = subtree at b moved to a.
-    a_detach = _pick_uniform(present & is_operator, key_a)
-    below_a = gr.subtree_mask(ops, a_detach) & (jnp.arange(tables.num_slots) != a_detach)
-    b_detach = _pick_uniform(below_a, key_b)
-    detached_ops, detached_params = gr.move_subtree(ops, params, b_detach, a_detach)
-
-    # Attach: a among all nodes, a path to the hole b, A drawn around it.
-    a_attach = _pick_uniform(present, key_attach_a)
-    depth = jnp.asarray(tables.depth)
-    max_length = grammar.max_depth - depth[a_attach] - gr.subtree_height(ops, a_attach)
-    b_attach = _draw_path(grammar.max_depth, a_attach, max_length, key_path)
-    moved_ops, moved_params = gr.move_subtree(ops, params, a_attach, b_attach)
-    on_path, off_path = _path_masks(tables.num_slots, a_attach, b_attach)
-    attached_ops, attached_params = gr.fill_top_down(
-        grammar,
-        moved_ops,
-        moved_params,
-        free_mask=off_path,
-        root_mask=jnp.zeros_like(off_path),
-        path_mask=on_path,
-        forced_cp=ops[a_attach] == spec.CP,
-        key=key_fill,
-    )
+    key_type, key_detach, key_attach = jax.random.split(key, 3)
+    detach = (gr.node_count(ops) > 1) & (jax.random.uniform(key_type) < 0.5)
+    detached = sample_detach(ops, params, key=key_detach)
+    attached = sample_attach(grammar, ops, params, key=key_attach)
+    attached_ops, attached_params = attached.ops, attached.params
+    detached_ops, detached_params = detached.ops, detached.params
+    a_detach, b_detach, a_attach, b_attach = detached.a, detached.b, attached.a, attached.b
 
     def pick(if_detach, if_attach):
         return jnp.where(detach, if_detach, if_attach)
@@ -256,7 +286,7 @@ def propose_detach_attach(
     log_attach = log_attach_choices(grammar, big_ops, big_params, a, b)
     log_detach = log_detach_choices(big_ops, a, b)
     terms = jnp.stack([log_big, log_small, log_attach, log_detach])
-    possible = jnp.all(jnp.isfinite(terms)) & (detach | (max_length >= 1))
+    possible = jnp.all(jnp.isfinite(terms)) & (detach | attached.possible)
     log_ratio_detach = (log_small + log_attach) - (log_big + log_detach)
     log_ratio = jnp.where(possible, pick(log_ratio_detach, -log_ratio_detach), -jnp.inf)
     new_ops = jnp.where(possible, pick(small_ops, big_ops), ops)
