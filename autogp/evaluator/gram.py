@@ -1,0 +1,268 @@
+"""Covariance matrices of a batch of packed kernel trees: one compiled program for every structure.
+
+Design (see README, "The evaluator"):
+
+* The occupied slots of all P trees form a *work list* (``jnp.nonzero`` with a static size), in an
+  order where children come before parents. A single ``lax.while_loop`` walks only the occupied
+  entries, so the work is proportional to the number of nodes actually present, not to the
+  ``P * (2**(D+1) - 1)`` padded slots. Inside the loop ``lax.switch`` on the node's opcode runs
+  exactly one formula: the loop is *not* vmapped, so the switch stays a real branch instead of
+  becoming a ``select`` over every formula.
+* Node values live in a small scratch buffer indexed by heap slot, reused from one particle to the
+  next; roots are written to their own rows, which become the output.
+* The derivative is a ``jax.custom_vjp``: the backward pass walks the same work list, first
+  recomputing (bottom-up) only the node values that a product or change point needs, then pushing
+  adjoints top-down and reducing each leaf's cotangent to its few parameter gradients with the
+  analytic formulas in ``leaves.py``. Nothing is stored per matrix entry between the passes, and
+  the loop never has to be differentiated by JAX.
+
+Parameters arrive unconstrained (``spec`` transforms); gradients are returned for them.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autogp.evaluator import leaves
+from autogp.kernels import spec
+
+_TRANSFORMS = np.asarray(spec.TRANSFORMS)
+
+
+def constrain(ops, u):
+    """Natural parameter values from unconstrained ones (``spec.TRANSFORMS``)."""
+    kind = jnp.asarray(_TRANSFORMS)[ops]
+    return jnp.where(
+        kind == spec.T_LOG,
+        jnp.exp(u),
+        jnp.where(kind == spec.T_GAMMA, 2.0 * jax.nn.sigmoid(u), u),
+    )
+
+
+def _dtheta_du(ops, theta):
+    kind = jnp.asarray(_TRANSFORMS)[ops]
+    return jnp.where(
+        kind == spec.T_LOG,
+        theta,
+        jnp.where(kind == spec.T_GAMMA, theta * (1.0 - 0.5 * theta), 1.0),
+    )
+
+
+def _product_ancestors(ops):
+    """needs_value[p, s]: some ancestor of slot s is a product or change point.
+
+    Only such nodes' values enter the adjoints of their siblings, so only they are recomputed in
+    the backward pass.
+    """
+    P, S = ops.shape
+    multiplies = (ops == spec.TIMES) | (ops == spec.CP)
+    needs = jnp.zeros((P, S), dtype=bool)
+    slot = 1
+    while slot < S:
+        level = np.arange(slot, 2 * slot + 1)
+        parent = (level - 1) // 2
+        needs = needs.at[:, level].set(needs[:, parent] | multiplies[:, parent])
+        slot = 2 * slot + 1
+    return needs
+
+
+def _broadcast_x(x, P):
+    x = jnp.asarray(x)
+    return jnp.broadcast_to(x, (P, x.shape[-1])) if x.ndim == 1 else x
+
+
+# --- forward: values -----------------------------------------------------------------------------
+def _node_value(op, theta, t1, t2, buf, slot):
+    """Value of node ``slot`` given its children's values in ``buf`` (one formula runs)."""
+
+    def child(k):
+        return jax.lax.dynamic_index_in_dim(buf, 2 * slot + k, keepdims=False)
+
+    def atom(op_):
+        return lambda: leaves.VALUE[op_](theta, t1, t2)
+
+    def cp():
+        s1, _, _ = leaves.cp_sigmoid(theta, t1)
+        s2, _, _ = leaves.cp_sigmoid(theta, t2)
+        return s1[:, None] * s2[None, :] * child(1) + (1 - s1)[:, None] * (1 - s2)[None, :] * child(2)
+
+    branches = [lambda: jnp.zeros((t1.shape[0], t2.shape[0]), t1.dtype)] * spec.NUM_OPS
+    for op_ in spec.ATOMS:
+        branches[op_] = atom(op_)
+    branches[spec.PLUS] = lambda: child(1) + child(2)
+    branches[spec.TIMES] = lambda: child(1) * child(2)
+    branches[spec.CP] = cp
+    return jax.lax.switch(op, branches)
+
+
+def _gram_values(ops, theta, x1, x2):
+    P, S = ops.shape
+    N1, N2 = x1.shape[1], x2.shape[1]
+    occupied = (ops != spec.EMPTY)[:, ::-1].reshape(-1)  # per particle, slots in descending order
+    (flat,) = jnp.nonzero(occupied, size=P * S, fill_value=0)
+    count = jnp.sum(occupied)
+    # Rows 1..S-1 hold non-root nodes by slot; row S + p holds particle p's root.
+    buf = jnp.zeros((S + P, N1, N2), x1.dtype)
+
+    def body(j, buf):
+        p = flat[j] // S
+        slot = S - 1 - flat[j] % S
+        value = _node_value(ops[p, slot], theta[p, slot], x1[p], x2[p], buf, slot)
+        row = jnp.where(slot == 0, S + p, slot)
+        return jax.lax.dynamic_update_index_in_dim(buf, value, row, 0)
+
+    buf = jax.lax.fori_loop(0, count, body, buf)
+    return buf[S:]
+
+
+# --- backward: adjoints ----------------------------------------------------------------------------
+def _operator_adjoints(op, theta, t1, t2, kids, adj):
+    """Adjoints of an operator's two children and the gradient of its own natural parameters.
+
+    ``adj`` is the node's adjoint; ``kids`` ``[2, N1, N2]`` the recomputed children's values
+    (only read by products and change points).
+    """
+    no_grad = jnp.zeros((spec.MAX_PARAMS,), adj.dtype)
+
+    def cp():
+        s1, g1, h1 = leaves.cp_sigmoid(theta, t1)
+        s2, g2, h2 = leaves.cp_sigmoid(theta, t2)
+        b_left = adj * kids[0]
+        b_right = adj * kids[1]
+
+        def d(e1, e2):  # d/dparam of s s'^T K_l + (1-s)(1-s')^T K_r, reduced against adj
+            return (
+                e1 @ b_left @ s2 + s1 @ b_left @ e2 - e1 @ b_right @ (1 - s2) - (1 - s1) @ b_right @ e2
+            )
+
+        grad = jnp.stack([d(g1, g2), d(h1, h2)] + [jnp.zeros((), adj.dtype)] * (spec.MAX_PARAMS - 2))
+        return (
+            adj * s1[:, None] * s2[None, :],
+            adj * (1 - s1)[:, None] * (1 - s2)[None, :],
+            grad,
+        )
+
+    branches = [
+        lambda: (adj, adj, no_grad),
+        lambda: (adj * kids[1], adj * kids[0], no_grad),
+        cp,
+    ]
+    return jax.lax.switch(op - spec.PLUS, branches)
+
+
+def _leaf_vjp(op, theta, t1, t2, adj):
+    branches = [lambda: jnp.zeros((spec.MAX_PARAMS,), adj.dtype)] * len(spec.ATOMS)
+    for i, op_ in enumerate(spec.ATOMS):
+        branches[i] = lambda op_=op_: leaves.VJP[op_](theta, t1, t2, adj)
+    return jax.lax.switch(op - spec.ATOMS[0], branches)
+
+
+def _per_particle_worklist(select, descending):
+    """Per particle, the selected slots packed to the front ([P, S]) and their counts ([P])."""
+    P, S = select.shape
+    slots = jnp.arange(S)
+    # Sort keys put the wanted order first and unselected slots last (key S).
+    order = jnp.sort(jnp.where(select, (S - 1 - slots) if descending else slots, S), axis=1)
+    packed = jnp.clip((S - 1 - order) if descending else order, 0, S - 1)
+    return packed, jnp.sum(select, axis=1)
+
+
+def _gram_backward(ops, theta, x1, x2, cot):
+    """Gradient of sum(cot * K) with respect to the natural parameters ``theta``.
+
+    Particle by particle, three loops over that particle's work lists, each with one kind of
+    output so that every iteration writes exactly what it produces: (1) recompute, bottom-up, the
+    values that products and change points need; (2) push adjoints top-down through the
+    operators; (3) reduce every leaf's adjoint to its parameter gradients. The scratch buffers
+    (one matrix per heap slot) are allocated once and reused: every entry is written before it
+    is read within a particle, so they are never cleared.
+    """
+    P, S = ops.shape
+    N1, N2 = x1.shape[1], x2.shape[1]
+    dtype = x1.dtype
+    occupied = ops != spec.EMPTY
+    is_operator = ops >= spec.PLUS
+    rec_slots, rec_count = _per_particle_worklist(
+        occupied & _product_ancestors(ops), descending=True
+    )
+    op_slots, op_count = _per_particle_worklist(is_operator, descending=False)
+    leaf_slots, leaf_count = _per_particle_worklist(occupied & ~is_operator, descending=False)
+
+    def particle(p, carry):
+        vals, adjs, grads = carry
+        ops_p, theta_p, t1, t2 = ops[p], theta[p], x1[p], x2[p]
+
+        def recompute(j, vals):
+            slot = rec_slots[p, j]
+            v = _node_value(ops_p[slot], theta_p[slot], t1, t2, vals, slot)
+            return jax.lax.dynamic_update_index_in_dim(vals, v, slot, 0)
+
+        vals = jax.lax.fori_loop(0, rec_count[p], recompute, vals)
+        adjs = jax.lax.dynamic_update_index_in_dim(adjs, cot[p], 0, 0)
+
+        def push(j, carry):
+            adjs, grads = carry
+            slot = op_slots[p, j]
+            adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
+            kids = jax.lax.dynamic_slice_in_dim(vals, 2 * slot + 1, 2)
+            left, right, dtheta = _operator_adjoints(ops_p[slot], theta_p[slot], t1, t2, kids, adj)
+            adjs = jax.lax.dynamic_update_index_in_dim(adjs, left, 2 * slot + 1, 0)
+            adjs = jax.lax.dynamic_update_index_in_dim(adjs, right, 2 * slot + 2, 0)
+            return adjs, grads.at[p, slot].set(dtheta)
+
+        adjs, grads = jax.lax.fori_loop(0, op_count[p], push, (adjs, grads))
+
+        def reduce_leaf(j, grads):
+            slot = leaf_slots[p, j]
+            adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
+            return grads.at[p, slot].set(_leaf_vjp(ops_p[slot], theta_p[slot], t1, t2, adj))
+
+        grads = jax.lax.fori_loop(0, leaf_count[p], reduce_leaf, grads)
+        return vals, adjs, grads
+
+    vals = jnp.zeros((S, N1, N2), dtype)
+    adjs = jnp.zeros((S, N1, N2), dtype)
+    grads = jnp.zeros((P, S, spec.MAX_PARAMS), dtype)
+    _, _, grads = jax.lax.fori_loop(0, P, particle, (vals, adjs, grads))
+    return grads
+
+
+# --- public ----------------------------------------------------------------------------------------
+@jax.custom_vjp
+def _gram(ops, params, x1, x2):
+    return _gram_values(ops, constrain(ops, params), x1, x2)
+
+
+def _gram_fwd(ops, params, x1, x2):
+    theta = constrain(ops, params)
+    return _gram_values(ops, theta, x1, x2), (ops, theta, x1, x2)
+
+
+def _gram_bwd(residuals, cot):
+    ops, theta, x1, x2 = residuals
+    dtheta = _gram_backward(ops, theta, x1, x2, cot)
+    return None, dtheta * _dtheta_du(ops, theta), None, None
+
+
+_gram.defvjp(_gram_fwd, _gram_bwd)
+
+
+def gram(ops, params, x1, x2=None):
+    """Covariance matrices ``K[p] = k_p(x1[p], x2[p])`` of a batch of packed trees.
+
+    Args:
+      ops: int32 ``[P, S]`` opcodes in heap order.
+      params: float64 ``[P, S, MAX_PARAMS]`` unconstrained parameters.
+      x1: float64 ``[N1]`` (shared) or ``[P, N1]`` (per particle) inputs.
+      x2: likewise ``[N2]`` or ``[P, N2]``; defaults to ``x1``.
+
+    Returns:
+      float64 ``[P, N1, N2]``. Differentiable with respect to ``params`` (custom VJP).
+    """
+    ops = jnp.asarray(ops)
+    P = ops.shape[0]
+    x1 = _broadcast_x(x1, P)
+    x2 = x1 if x2 is None else _broadcast_x(x2, P)
+    return _gram(ops, params, x1, x2)
