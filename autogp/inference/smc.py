@@ -1,0 +1,463 @@
+"""Data-annealed sequential Monte Carlo over kernel structures (Saad et al., ICML 2023).
+
+Particles start from the grammar's prior. Each round adds data, reweights every particle by its
+incremental likelihood ``log p(y_new | y_old, particle)``, resamples when the effective sample
+size falls below ``ess_threshold * P``, and rejuvenates with structure moves (exact MH) followed
+by a batched hyperparameter refinement. The running sum of ``log mean_p w_p * increment_p`` is
+the usual unbiased (in expectation of its exponential) estimate of ``log p(y)``.
+
+Shapes never change during a fit: the data are padded to a fixed length and each round only
+moves a mask, so one compiled round serves the whole fit (and a second fit of the same size).
+Every array of the state carries a leading *series* axis G in front of the particle axis P, so
+a panel of series is one program: for likelihoods the two axes are flattened into the
+evaluator's batch (each particle carrying its series' data), which keeps the evaluator's loops
+unbatched; resampling and weights work per series.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autogp.evaluator import log_marginal_likelihood
+from autogp.inference import grammar as gr
+from autogp.inference import moves, refine, resampling
+
+Array = jax.Array
+
+#: Bumped whenever the compiled round changes; counts (re)traces for tests.
+TRACE_COUNT = {"round": 0}
+
+
+@dataclasses.dataclass(frozen=True)
+class SMCSettings:
+    """Everything a compiled SMC round depends on (hashable: part of the compilation key)."""
+
+    num_particles: int = 16
+    ess_threshold: float = 0.5
+    resampling: str = "multinomial"
+    rejuvenate: str = "always"  # or "after_resample"
+    structure_moves: int = 10
+    replace_prob: float = 0.5
+    pick: str = "uniform"
+    refine_mode: str = "optimize"  # or "hmc" or "none"
+    optimizer: str = "adam"
+    refine_steps: int = 50
+    learning_rate: float = 0.05
+    hmc_step_size: float = 0.05
+    hmc_leapfrog_steps: int = 10
+    hmc_steps: int = 10
+    learn_noise: bool = True
+
+    @classmethod
+    def from_config(cls, config) -> SMCSettings:
+        smc, ref = config.smc, config.refine
+        total = smc.subtree_replace + smc.detach_attach
+        return cls(
+            num_particles=smc.num_particles,
+            ess_threshold=smc.ess_threshold,
+            resampling=smc.resampling,
+            rejuvenate=smc.rejuvenate,
+            structure_moves=smc.structure_moves,
+            replace_prob=smc.subtree_replace / total if total > 0 else 0.5,
+            pick=smc.pick,
+            refine_mode=ref.mode,
+            optimizer=ref.optimizer,
+            refine_steps=ref.steps,
+            learning_rate=ref.learning_rate,
+            hmc_step_size=ref.hmc_step_size,
+            hmc_leapfrog_steps=ref.hmc_leapfrog_steps,
+            hmc_steps=ref.hmc_steps,
+            learn_noise=ref.learn_noise,
+        )
+
+
+class SMCState(NamedTuple):
+    """Particles of G series: arrays ``[G, P, ...]``."""
+
+    ops: Array
+    params: Array
+    noise: Array
+    log_likelihood: Array  # on the data of the current round
+    log_weights: Array  # normalised per series
+    log_evidence: Array  # [G] running estimate of log p(y_1:n)
+
+
+class Data(NamedTuple):
+    """Padded data of G series: ``x``, ``y`` ``[G, N]``; ``rank`` the order in which points are
+    added (a point is in round r's data when ``rank < count[r]``); ``length`` ``[G]``."""
+
+    x: Array
+    y: Array
+    rank: Array
+    length: Array
+
+
+class SMCResult(NamedTuple):
+    """The particle approximation of one series' posterior (arrays ``[P, ...]``)."""
+
+    ops: np.ndarray
+    params: np.ndarray
+    noise: np.ndarray
+    log_weights: np.ndarray
+    log_marginal_likelihood: float
+    history: dict[str, list[Any]]
+
+
+# --- schedules ---------------------------------------------------------------------------------
+def schedule_counts(
+    n: int, schedule: str = "linear", num_rounds: int = 10, counts: Sequence[int] | None = None,
+    initial: int | None = None,
+) -> list[int]:
+    """Data counts per round, increasing, ending at ``n``.
+
+    * ``linear``: fractions 1/R, 2/R, ..., 1 of the data;
+    * ``log``: geometrically spaced counts from a few points to n;
+    * ``counts``: the given increasing list (its last entry is raised to n if smaller);
+    * ``online``: one point at a time after ``initial`` points.
+    """
+    if schedule == "linear":
+        out = [max(1, int(math.ceil(n * (r + 1) / num_rounds))) for r in range(num_rounds)]
+    elif schedule == "log":
+        start = max(2, min(n, 8))
+        out = [int(round(v)) for v in np.geomspace(start, n, num_rounds)]
+    elif schedule == "counts":
+        if not counts:
+            raise ValueError("schedule 'counts' needs a list of counts")
+        out = [min(int(c), n) for c in counts]
+        if out[-1] < n:
+            out.append(n)
+    elif schedule == "online":
+        start = initial if initial is not None else max(1, n - num_rounds)
+        out = list(range(start, n + 1))
+    else:
+        raise ValueError(f"unknown schedule {schedule!r}")
+    out = sorted(set(max(1, min(c, n)) for c in out))
+    return out
+
+
+# --- the compiled round --------------------------------------------------------------------------
+def _flat(a):
+    return a.reshape((-1,) + a.shape[2:])
+
+
+def _unflat(a, G):
+    return a.reshape((G, -1) + a.shape[1:])
+
+
+def _likelihood_fn(data: Data, count: Array, P: int):
+    """Batched log likelihood on round data, over flattened [G*P] particles."""
+    mask = data.rank < count[:, None]  # [G, N]
+    x = jnp.repeat(data.x, P, axis=0)
+    y = jnp.repeat(data.y, P, axis=0)
+    m = jnp.repeat(mask, P, axis=0)
+
+    def fn(ops, params, noise):
+        return log_marginal_likelihood(ops, params, noise, x, y, m)
+
+    return fn
+
+
+def _ess(log_weights):
+    return jnp.exp(-jax.nn.logsumexp(2.0 * log_weights, axis=-1))
+
+
+def smc_round(
+    grammar: gr.Grammar,
+    settings: SMCSettings,
+    state: SMCState,
+    data: Data,
+    count: Array,
+    *,
+    key: Array,
+) -> tuple[SMCState, dict[str, Array]]:
+    """One round: extend the data to ``count`` [G] points, reweight, resample, rejuvenate."""
+    TRACE_COUNT["round"] += 1
+    G, P = state.noise.shape
+    loglik = _likelihood_fn(data, count, P)
+
+    # Reweight by the incremental likelihood.
+    new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
+    increment = jnp.where(jnp.isfinite(new_ll), new_ll - state.log_likelihood, -jnp.inf)
+    unnormalised = state.log_weights + increment
+    log_norm = jax.nn.logsumexp(unnormalised, axis=1)
+    log_evidence = state.log_evidence + log_norm
+    log_weights = unnormalised - log_norm[:, None]
+    all_failed = ~jnp.isfinite(log_norm)
+    log_weights = jnp.where(all_failed[:, None], -jnp.log(P), log_weights)
+    state = state._replace(log_likelihood=new_ll, log_weights=log_weights, log_evidence=log_evidence)
+
+    # Resample where the effective sample size is low.
+    k_resample, k_moves, k_refine = jax.random.split(key, 3)
+    ess = _ess(state.log_weights)
+    resample = ess < settings.ess_threshold * P
+    idx = jax.vmap(lambda lw, k: resampling.resample(settings.resampling, lw, key=k))(
+        state.log_weights, jax.random.split(k_resample, G)
+    )
+    idx = jnp.where(resample[:, None], idx, jnp.arange(P)[None, :])
+    gather = jax.vmap(lambda a, i: a[i])
+    state = SMCState(
+        ops=gather(state.ops, idx),
+        params=gather(state.params, idx),
+        noise=gather(state.noise, idx),
+        log_likelihood=gather(state.log_likelihood, idx),
+        log_weights=jnp.where(resample[:, None], -jnp.log(P), state.log_weights),
+        log_evidence=state.log_evidence,
+    )
+
+    # Rejuvenate: structure moves (exact MH), then refine the hyperparameters.
+    rejuvenate = jnp.ones((G,), bool) if settings.rejuvenate == "always" else resample
+    particles = moves.ParticleState(
+        ops=_flat(state.ops),
+        params=_flat(state.params),
+        noise=_flat(state.noise),
+        log_likelihood=_flat(state.log_likelihood),
+    )
+    before = particles
+
+    def one_move(particles, key):
+        particles, accepted = moves.structure_move(
+            grammar, particles, loglik, key=key,
+            replace_prob=settings.replace_prob, pick=settings.pick,
+        )
+        return particles, accepted
+
+    if settings.structure_moves > 0:
+        particles, accepted = jax.lax.scan(
+            one_move, particles, jax.random.split(k_moves, settings.structure_moves)
+        )
+        acceptance = jnp.mean(accepted.astype(float))
+    else:
+        acceptance = jnp.zeros(())
+
+    def log_posterior(params, noise):
+        ll = loglik(particles.ops, params, noise)
+        lp = (
+            ll
+            + gr.log_prior_params(grammar, particles.ops, params)
+            + gr.log_prior_noise(grammar, noise)
+        )
+        return lp, ll
+
+    if settings.refine_mode == "optimize" and settings.refine_steps > 0:
+        refined = refine.optimize(
+            log_posterior, particles.ops, particles.params, particles.noise,
+            optimizer=refine.make_optimizer(settings.optimizer, settings.learning_rate),
+            steps=settings.refine_steps, learn_noise=settings.learn_noise,
+        )
+    elif settings.refine_mode == "hmc" and settings.hmc_steps > 0:
+        refined = refine.hmc(
+            log_posterior, particles.ops, particles.params, particles.noise,
+            key=k_refine, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
+            leapfrog_steps=settings.hmc_leapfrog_steps, learn_noise=settings.learn_noise,
+        )
+    else:
+        refined = None
+    if refined is not None:
+        particles = particles._replace(
+            params=refined.params, noise=refined.noise, log_likelihood=refined.log_likelihood
+        )
+
+    keep = jnp.repeat(rejuvenate, P)
+    particles = jax.tree_util.tree_map(
+        lambda new, old: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
+        particles, before,
+    )
+    state = state._replace(
+        ops=_unflat(particles.ops, G),
+        params=_unflat(particles.params, G),
+        noise=_unflat(particles.noise, G),
+        log_likelihood=_unflat(particles.log_likelihood, G),
+    )
+    diagnostics = {"ess": ess, "resampled": resample, "acceptance": acceptance}
+    return state, diagnostics
+
+
+_compiled_round = jax.jit(smc_round, static_argnums=(0, 1))
+
+
+def check_finite(state: SMCState) -> None:
+    """Debug check: no NaN or infinity in weights, parameters or noise (``-inf`` log weights
+    of failed particles are allowed)."""
+    for name in ("params", "noise"):
+        if not np.all(np.isfinite(np.asarray(getattr(state, name)))):
+            raise FloatingPointError(f"non-finite {name} in the SMC state")
+    lw = np.asarray(state.log_weights)
+    if np.any(np.isnan(lw)) or np.any(lw == np.inf):
+        raise FloatingPointError("NaN or +inf log weights in the SMC state")
+
+
+# --- driver ------------------------------------------------------------------------------------
+def init_state(grammar: gr.Grammar, num_series: int, num_particles: int, *, key: Array) -> SMCState:
+    keys = jax.random.split(key, num_series)
+    ops, params, noise = jax.vmap(lambda k: gr.sample_prior(grammar, num_particles, key=k))(keys)
+    G, P = num_series, num_particles
+    dtype = params.dtype
+    # Explicit dtypes (no weak types): the compiled round must see the same avals every round.
+    return SMCState(
+        ops=ops, params=params, noise=noise,
+        log_likelihood=jnp.zeros((G, P), dtype),  # likelihood of zero points
+        log_weights=jnp.full((G, P), -math.log(P), dtype),
+        log_evidence=jnp.zeros((G,), dtype),
+    )
+
+
+def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
+              shuffle: bool = False, key: Array | None = None) -> Data:
+    """Pad a list of series to a common length (padding is masked out forever)."""
+    G = len(xs)
+    N = max(len(x) for x in xs) if pad_to is None else pad_to
+    x = np.zeros((G, N))
+    y = np.zeros((G, N))
+    rank = np.full((G, N), np.iinfo(np.int32).max, dtype=np.int32)
+    rng = None
+    if shuffle:
+        if key is None:
+            raise ValueError("shuffle needs a key")
+        rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+    for g, (xg, yg) in enumerate(zip(xs, ys, strict=True)):
+        n = len(xg)
+        x[g, :n], y[g, :n] = xg, yg
+        if n < N:  # park padding beyond the data so it never creates duplicate inputs
+            x[g, n:] = xg[-1] + 1.0 + np.arange(N - n)
+        rank[g, :n] = rng.permutation(n) if rng is not None else np.arange(n)
+    return Data(jnp.asarray(x), jnp.asarray(y), jnp.asarray(rank),
+                jnp.asarray([len(v) for v in xs], dtype=jnp.int32))
+
+
+def run_rounds(
+    grammar: gr.Grammar,
+    settings: SMCSettings,
+    state: SMCState,
+    data: Data,
+    fractions_or_counts: np.ndarray,
+    *,
+    key: Array,
+    callback: Callable[[int, int], None] | None = None,
+    debug: bool = False,
+) -> tuple[SMCState, dict[str, list]]:
+    """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
+    counts = np.asarray(fractions_or_counts, dtype=np.int32)
+    history: dict[str, list] = {"ess": [], "resampled": [], "acceptance": [], "count": []}
+    for r, k in enumerate(jax.random.split(key, len(counts))):
+        state, diag = _compiled_round(grammar, settings, state, data, jnp.asarray(counts[r]), key=k)
+        if debug:
+            check_finite(state)
+        for name, value in diag.items():
+            history[name].append(np.asarray(value).tolist())
+        history["count"].append(counts[r].tolist())
+        if callback is not None:
+            callback(r + 1, len(counts))
+    return state, history
+
+
+def grammar_from_config(config) -> gr.Grammar:
+    """The structure prior and parameter priors of an ``autogp.config.Config``."""
+    cfg = config.to_dict()
+    names = {"PLUS": "+", "TIMES": "*"}
+    weights = {names.get(k, k): float(w) for k, w in cfg["grammar"]["weights"].items()}
+    priors = {}
+    for op, params in gr.spec.PARAM_NAMES.items():
+        for name in params:
+            entry = cfg["priors"].get(name)
+            if entry is not None:
+                priors[(op, name)] = (entry["mean"], entry["std"])
+    noise = cfg["priors"].get("noise")
+    return gr.Grammar.default(
+        max_depth=cfg["grammar"]["max_depth"],
+        weights=weights,
+        param_priors=priors,
+        noise_prior=(noise["mean"], noise["std"]) if noise is not None else None,
+    )
+
+
+def _result(state: SMCState, history, g: int = 0) -> SMCResult:
+    return SMCResult(
+        ops=np.asarray(state.ops[g]),
+        params=np.asarray(state.params[g]),
+        noise=np.asarray(state.noise[g]),
+        log_weights=np.asarray(state.log_weights[g]),
+        log_marginal_likelihood=float(state.log_evidence[g]),
+        history=history,
+    )
+
+
+def run_smc_panel(
+    xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
+    config,
+    *,
+    key: Array,
+    callback: Callable[[int, int], None] | None = None,
+    debug: bool = False,
+    pad_to: int | None = None,
+) -> list[SMCResult]:
+    """Fit G series (normalised x in [0, 1], y standardised) in one compiled program."""
+    grammar = grammar_from_config(config)
+    settings = SMCSettings.from_config(config)
+    k_init, k_data, k_run = jax.random.split(key, 3)
+    data = make_data(xs, ys, pad_to=pad_to, shuffle=config.smc.shuffle, key=k_data)
+    per_series = [
+        schedule_counts(len(x), config.smc.schedule, config.smc.num_rounds, config.smc.counts)
+        for x in xs
+    ]
+    R = max(len(c) for c in per_series)
+    # Align schedules of different lengths on their last rounds (shorter ones repeat early counts).
+    counts = np.array([[c[max(0, len(c) - R + r)] for c in per_series] for r in range(R)])
+    state = init_state(grammar, len(xs), settings.num_particles, key=k_init)
+    if np.any(np.isnan(np.concatenate([np.asarray(y) for y in ys]))):
+        raise ValueError("y contains NaN; clean the data first (autogp.data does)")
+    state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
+                                callback=callback, debug=debug)
+    if not np.all(np.isfinite(np.asarray(state.log_evidence))):
+        bad = np.flatnonzero(~np.isfinite(np.asarray(state.log_evidence))).tolist()
+        raise FloatingPointError(
+            f"every particle failed (non-finite likelihood) for series {bad}; the data may be "
+            "degenerate (check for constant or extreme values)"
+        )
+    return [_result(state, history, g) for g in range(len(xs))]
+
+
+def run_smc(x, y, config, *, key: Array, callback=None, debug: bool = False) -> SMCResult:
+    """Fit one series: normalised ``x`` (in [0, 1]) and standardised ``y``."""
+    return run_smc_panel([np.asarray(x)], [np.asarray(y)], config, key=key,
+                         callback=callback, debug=debug)[0]
+
+
+def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=None,
+               num_rounds: int | None = None) -> SMCResult:
+    """Online update: continue a fitted particle set on more data (old points first).
+
+    Reweights by the likelihood of the new points, resamples if needed and rejuvenates, over
+    ``num_rounds`` rounds (default: one round per new point, at most ``config.smc.num_rounds``).
+    """
+    grammar = grammar_from_config(config)
+    settings = SMCSettings.from_config(config)
+    x_all, y_all = np.asarray(x_all), np.asarray(y_all)
+    data = make_data([x_all], [y_all])
+    n_old = int(np.asarray(result.history["count"][-1]).ravel()[0]) if result.history.get(
+        "count") else len(x_all)
+    n_new = len(x_all)
+    if n_new <= n_old:
+        return result
+    rounds = num_rounds or min(n_new - n_old, config.smc.num_rounds)
+    counts = np.unique(np.linspace(n_old, n_new, rounds + 1).round().astype(int)[1:])
+    state = SMCState(
+        ops=jnp.asarray(result.ops)[None], params=jnp.asarray(result.params)[None],
+        noise=jnp.asarray(result.noise)[None], log_likelihood=jnp.zeros((1, len(result.noise))),
+        log_weights=jnp.asarray(result.log_weights)[None],
+        log_evidence=jnp.asarray([result.log_marginal_likelihood]),
+    )
+    # Current likelihoods on the old data (the state stores them only inside a fit).
+    old = _likelihood_fn(data, jnp.asarray([n_old]), len(result.noise))
+    state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
+    state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
+                                callback=callback)
+    merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
+    return _result(state, merged)
