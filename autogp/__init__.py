@@ -1,3 +1,25 @@
-"""autogp: automatic covariance-structure discovery and forecasting for time series."""
+"""autogp: automatic covariance-structure discovery and forecasting for time series.
+
+The public API is what this module re-exports::
+
+    import autogp
+
+    model = autogp.AutoGP(particles=16, seed=0).fit(df)   # df: ds, y (optional unique_id)
+    forecast = model.predict(18, level=[80, 95])
+    print(model.explain())
+    model.save("model.autogp")
+    same = autogp.load("model.autogp")
+
+plus ``read_csv`` (data loading), ``load_config`` (TOML configuration) and ``parse``/``to_text``
+(kernel expressions). GP computations run in float64 inside each call; importing autogp never
+changes JAX's global settings.
+"""
 
 __version__ = "0.1.0"
+
+from autogp.config import load_config  # noqa: E402
+from autogp.data import read_csv  # noqa: E402
+from autogp.forecast import AutoGP, load  # noqa: E402
+from autogp.kernels import parse, to_text  # noqa: E402
+
+__all__ = ["AutoGP", "__version__", "load", "load_config", "parse", "read_csv", "to_text"]

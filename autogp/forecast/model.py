@@ -1,0 +1,1033 @@
+"""The user-facing model: :class:`AutoGP` fits, forecasts, explains, decomposes, updates and saves.
+
+Time and values are normalised per series (:class:`autogp.data.Scaler`: time onto [0, 1] over the
+training span, values z-scored, optionally after a log) before the SMC engine
+(:func:`autogp.inference.smc.run_smc`) sees them; everything reported (forecasts, quantiles,
+kernel parameters, component curves) is mapped back to data units. Every public method runs its
+JAX work in float64 (:mod:`autogp._x64`) without touching JAX's global flag.
+
+The forecast frame follows statsforecast's layout: ``unique_id``, ``ds``, ``AutoGP`` (the mean of
+the particle mixture), then ``AutoGP-lo-<level>`` (highest level first) and ``AutoGP-hi-<level>``
+(lowest level first), or ``AutoGP-q-<percent>`` columns for explicit quantiles.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jax.scipy.linalg import cho_solve
+from jax.scipy.special import ndtri
+
+from autogp._x64 import with_x64
+from autogp.config import Config, load_config
+from autogp.data import DataError, Scaler, TimeSeries, from_arrays, from_frame, read_csv
+from autogp.data.errors import AutoGPDataWarning
+from autogp.data.timeaxis import to_microseconds
+from autogp.evaluator import gram, posterior_predictive, robust_cholesky
+from autogp.forecast import explain as _explain
+from autogp.forecast.mixture import Mixture, make_mixture, mixture_joint_logpdf
+from autogp.kernels import Kernel, pack, structure, to_text, unpack
+
+MODEL_NAME = "AutoGP"
+
+
+# ---- compiled pieces -------------------------------------------------------------------------
+@functools.partial(jax.jit, static_argnames=("observation_noise", "full_cov"))
+def _predictive(ops, params, noise, x, y, x_new, observation_noise, full_cov):
+    mask = jnp.ones(x.shape, dtype=bool)
+    return posterior_predictive(
+        ops,
+        params,
+        noise,
+        x,
+        y,
+        mask,
+        x_new,
+        observation_noise=observation_noise,
+        full_cov=full_cov,
+    )
+
+
+@jax.jit
+def _alpha(ops, params, noise, x, y):
+    """(K + noise I)^-1 y per particle ``[P, N]`` and whether the factorisation worked."""
+    P = ops.shape[0]
+    K = gram(ops, params, x)
+    mask = jnp.ones((P, x.shape[0]), dtype=bool)
+    L, ok = robust_cholesky(K, jnp.exp(noise), mask)
+    yb = jnp.broadcast_to(y, (P, y.shape[0]))
+    alpha = cho_solve((L, True), yb[..., None])[..., 0]
+    return alpha, ok
+
+
+@jax.jit
+def _cross_means(term_ops, term_params, x_new, x, alpha):
+    """Posterior mean of each term: k_term(x_new, x) @ alpha[owner] -> ``[T, M]``."""
+    K = gram(term_ops, term_params, x_new, x)  # [T, M, N]
+    return jnp.einsum("tmn,tn->tm", K, alpha)
+
+
+# ---- one fitted series -----------------------------------------------------------------------
+@dataclass
+class SeriesFit:
+    """The particle posterior of one series plus what is needed to map it to data units.
+
+    ``series`` holds the training data (times on its own :class:`TimeAxis`, values in data
+    units); ``ops``/``params``/``noise``/``log_weights`` are the SMC particles in normalised
+    units (``scaler``).
+    """
+
+    series: TimeSeries
+    scaler: Scaler
+    ops: np.ndarray
+    params: np.ndarray
+    noise: np.ndarray
+    log_weights: np.ndarray
+    log_marginal_likelihood: float = float("nan")
+    history: dict[str, list[Any]] = field(default_factory=dict)
+    updates: int = 0
+
+    @property
+    def unique_id(self) -> str:
+        return self.series.unique_id
+
+    @property
+    def x(self) -> np.ndarray:
+        return self.scaler.forward_t(self.series.t)
+
+    @property
+    def y(self) -> np.ndarray:
+        return self.scaler.forward_y(self.series.y)
+
+    @property
+    def max_depth(self) -> int:
+        return int(round(math.log2(self.ops.shape[1] + 1))) - 1
+
+    def weights(self) -> np.ndarray:
+        lw = np.asarray(self.log_weights, dtype=np.float64)
+        lw = np.where(np.isnan(lw), -np.inf, lw)
+        top = np.max(lw)
+        if not np.isfinite(top):
+            return np.full(lw.shape, 1.0 / lw.size)
+        w = np.exp(lw - top)
+        return w / w.sum()
+
+    def expressions(self) -> list[Kernel]:
+        """The particles' kernel expressions in normalised units."""
+        return unpack(self.ops, self.params)
+
+    def smc_result(self) -> Any:
+        from autogp.inference.smc import SMCResult
+
+        history = dict(self.history)
+        if not history.get("count"):
+            history["count"] = [[self.series.n]]
+        return SMCResult(
+            ops=np.asarray(self.ops),
+            params=np.asarray(self.params),
+            noise=np.asarray(self.noise),
+            log_weights=np.asarray(self.log_weights),
+            log_marginal_likelihood=float(self.log_marginal_likelihood),
+            history=history,
+        )
+
+    # -- predictions in normalised (or log) units -------------------------------------------
+    def predictive(self, t_new: np.ndarray, include_noise: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Per-particle predictive means and variances ``[P, M]`` in normalised units."""
+        return self._predictive(t_new, include_noise, full_cov=False)
+
+    def _predictive(
+        self, t_new: np.ndarray, include_noise: bool, full_cov: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        M = len(t_new)
+        x_new = _pad(self.scaler.forward_t(t_new), _bucket(M))
+        mean, cov = _predictive(
+            jnp.asarray(self.ops),
+            jnp.asarray(self.params),
+            jnp.asarray(self.noise),
+            jnp.asarray(self.x),
+            jnp.asarray(self.y),
+            jnp.asarray(x_new),
+            observation_noise=bool(include_noise),
+            full_cov=full_cov,
+        )
+        mean, cov = np.asarray(mean)[:, :M], np.asarray(cov)
+        cov = cov[:, :M, :M] if full_cov else cov[:, :M]
+        return mean, cov
+
+    def mixture(self, t_new: np.ndarray, include_noise: bool) -> Mixture:
+        mean, var = self.predictive(t_new, include_noise)
+        return make_mixture(self.log_weights, mean, var, what=f"particles of {self.unique_id!r}")
+
+    # -- units --------------------------------------------------------------------------------
+    def to_data_mean(self, mix: Mixture) -> np.ndarray:
+        """The mixture mean in data units (the mean of the log-normal mixture under log)."""
+        s = self.scaler
+        if not s.log:
+            return s.value_offset + s.value_scale * mix.mean()
+        mu = s.value_offset + s.value_scale * mix.means
+        sd = s.value_scale * mix.sds
+        return mix.weights @ np.exp(mu + 0.5 * sd**2)
+
+    def in_data_units(self, expr: Kernel) -> Kernel:
+        s = self.scaler
+        return expr.in_data_units(s.time_scale, s.time_offset, s.value_scale)
+
+    def noise_sd(self) -> np.ndarray:
+        """Observation-noise standard deviation per particle, in data (or log) units."""
+        return np.sqrt(np.exp(np.asarray(self.noise, dtype=np.float64))) * self.scaler.value_scale
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def _fmt_level(level: float) -> str:
+    level = float(level)
+    return str(int(level)) if level.is_integer() else f"{level:g}"
+
+
+def _fmt_quantile(q: float) -> str:
+    return f"{100.0 * float(q):.10g}"
+
+
+def level_columns(levels: Sequence[float], model: str = MODEL_NAME) -> list[str]:
+    """Interval column names in statsforecast order (lo: widest first, hi: narrowest first)."""
+    lv = sorted({float(v) for v in levels})
+    return [f"{model}-lo-{_fmt_level(v)}" for v in reversed(lv)] + [
+        f"{model}-hi-{_fmt_level(v)}" for v in lv
+    ]
+
+
+def _check_levels(levels: Iterable[float]) -> list[float]:
+    out = []
+    for v in levels:
+        v = float(v)
+        if not 0.0 < v < 100.0:
+            raise ValueError(f"prediction-interval levels must be in (0, 100), got {v:g}")
+        out.append(v)
+    return sorted(set(out))
+
+
+def _check_quantiles(quantiles: Iterable[float]) -> list[float]:
+    out = []
+    for q in quantiles:
+        q = float(q)
+        if not 0.0 < q < 1.0:
+            raise ValueError(f"quantiles must be in (0, 1), got {q:g}")
+        out.append(q)
+    return sorted(set(out))
+
+
+def _bucket(m: int) -> int:
+    """Padded length for ``m`` prediction points: few distinct shapes, few compilations."""
+    return max(16, 1 << max(0, int(m) - 1).bit_length())
+
+
+def _pad(x: np.ndarray, size: int) -> np.ndarray:
+    """``x`` padded to ``size`` by repeating its last value (or zeros when empty)."""
+    x = np.asarray(x, dtype=np.float64)
+    fill = x[-1] if x.size else 0.0
+    return np.concatenate([x, np.full(size - x.size, fill)])
+
+
+def _series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
+    key = jax.random.key(seed)
+    if panel:  # a series' key depends on its name, not on its position in the panel
+        key = jax.random.fold_in(key, zlib.crc32(unique_id.encode("utf-8")) & 0x7FFFFFFF)
+    return key
+
+
+def _stamps_of(series: TimeSeries, t: np.ndarray) -> pd.Index:
+    return series.axis.to_ds(t)
+
+
+def _as_stamps(series: TimeSeries, ds: Any) -> tuple[np.ndarray, pd.Index]:
+    """Numeric times and output stamps for user-given future ``ds`` of one series."""
+    values = ds if isinstance(ds, pd.Index | pd.Series | np.ndarray | list | tuple) else [ds]
+    values = pd.Index(values) if not isinstance(values, pd.Index) else values
+    if series.axis.kind == "numeric":
+        t = series.axis.to_numeric(np.asarray(values, dtype=np.float64))
+        return t, pd.Index(np.asarray(values, dtype=np.float64))
+    us = to_microseconds(values, source="ds")
+    return series.axis.us_to_numeric(us), pd.DatetimeIndex(us.astype("datetime64[us]"))
+
+
+def _progress(enabled: bool, total: int, description: str):
+    """A rich progress bar on stderr, or a no-op."""
+    if not enabled:
+        return _NoProgress()
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+
+class _NoProgress:
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, *args: Any, **kwargs: Any) -> int:
+        return 0
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+# ---- the model -------------------------------------------------------------------------------
+class AutoGP:
+    """Automatic Gaussian-process forecasting: structure discovery by SMC, then prediction.
+
+    Args:
+        config: a :class:`autogp.config.Config`, a TOML path, a dict, or ``None`` (defaults).
+        seed: random seed (default: the config's ``seed``, 0 unless set).
+        particles: number of SMC particles (``smc.num_particles``).
+        rounds: SMC data-annealing rounds (``smc.num_rounds``).
+        max_depth: deepest kernel tree (``grammar.max_depth``).
+        log_transform: fit ``log(y)`` and back-transform forecasts (``data.log_transform``).
+        overrides: further dotted config keys, e.g. ``{"refine.steps": 20}``.
+        progress: show a progress bar on stderr (default: only for panels of several series).
+
+    Example::
+
+        model = AutoGP(particles=16).fit(df)          # df: ds, y (and unique_id)
+        fc = model.predict(18, level=[80, 95])        # statsforecast-style frame
+        print(model.explain())
+    """
+
+    def __init__(
+        self,
+        config: Config | str | Path | Mapping[str, Any] | None = None,
+        *,
+        seed: int | None = None,
+        particles: int | None = None,
+        rounds: int | None = None,
+        max_depth: int | None = None,
+        log_transform: bool | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        progress: bool | None = None,
+    ) -> None:
+        extra: dict[str, Any] = dict(overrides or {})
+        for key, value in (
+            ("seed", seed),
+            ("smc.num_particles", particles),
+            ("smc.num_rounds", rounds),
+            ("grammar.max_depth", max_depth),
+            ("data.log_transform", log_transform),
+        ):
+            if value is not None:
+                extra[key] = value
+        self.config: Config = load_config(config, extra)
+        self.progress = progress
+        self._fits: dict[str, SeriesFit] = {}
+
+    # -- basics -------------------------------------------------------------------------------
+    @property
+    def seed(self) -> int:
+        return self.config.seed
+
+    @property
+    def is_fitted(self) -> bool:
+        return bool(self._fits)
+
+    @property
+    def unique_ids(self) -> list[str]:
+        """The fitted series' ids, in fitting order."""
+        return list(self._fits)
+
+    @property
+    def fits(self) -> dict[str, SeriesFit]:
+        """The fitted series' particle posteriors by id (read-only use)."""
+        return dict(self._fits)
+
+    def series(self, unique_id: str | None = None) -> TimeSeries:
+        """The training data of a series (the only one when ``unique_id`` is None)."""
+        return self._fit_of(unique_id).series
+
+    def __repr__(self) -> str:
+        if not self._fits:
+            return f"AutoGP(particles={self.config.smc.num_particles}, seed={self.seed}, unfitted)"
+        return (
+            f"AutoGP(particles={self.config.smc.num_particles}, seed={self.seed}, "
+            f"series={len(self._fits)})"
+        )
+
+    def _fit_of(self, unique_id: str | None) -> SeriesFit:
+        self._require_fitted()
+        if unique_id is None:
+            if len(self._fits) > 1:
+                raise ValueError(
+                    f"this model holds {len(self._fits)} series; pass unique_id= one of "
+                    f"{self.unique_ids[:5]}{'...' if len(self._fits) > 5 else ''}"
+                )
+            return next(iter(self._fits.values()))
+        try:
+            return self._fits[str(unique_id)]
+        except KeyError:
+            raise KeyError(f"no fitted series {unique_id!r}; have {self.unique_ids[:5]}") from None
+
+    def _require_fitted(self) -> None:
+        if not self._fits:
+            raise RuntimeError("the model is not fitted yet: call fit(...) first")
+
+    def _selected(self, unique_id: str | Sequence[str] | None) -> list[SeriesFit]:
+        self._require_fitted()
+        if unique_id is None:
+            return list(self._fits.values())
+        ids = [unique_id] if isinstance(unique_id, str) else list(unique_id)
+        return [self._fit_of(u) for u in ids]
+
+    # -- data ---------------------------------------------------------------------------------
+    def _read(
+        self,
+        data: Any,
+        time_col: str | None,
+        target_col: str | None,
+        id_col: str | None,
+    ) -> list[TimeSeries]:
+        d = self.config.data
+        time_col = time_col or d.time_col
+        target_col = target_col or d.target_col
+        id_col = id_col if id_col is not None else d.id_col
+        common = {
+            "strict": d.strict,
+            "aggregate": d.aggregate,
+            "max_points": d.max_points,
+        }
+        if isinstance(data, TimeSeries):
+            out = [data]
+        elif (
+            isinstance(data, list | tuple) and data and all(isinstance(s, TimeSeries) for s in data)
+        ):
+            out = list(data)
+        elif isinstance(data, pd.DataFrame):
+            if id_col is None and "unique_id" in data.columns:
+                id_col = "unique_id"
+            kwargs = dict(common, split_col=d.split_col, test_value=d.test_value)
+            if d.split_col is not None and d.split_col not in data.columns:
+                kwargs["split_col"] = None
+            res = from_frame(data, time_col, target_col, id_col, **kwargs)
+            out = res if isinstance(res, list) else [res]
+        elif isinstance(data, str | Path):
+            kwargs = d.read_kwargs()
+            kwargs.update(time_col=time_col, target_col=target_col, id_col=id_col)
+            res = read_csv(data, **kwargs)
+            out = res if isinstance(res, list) else [res]
+        elif isinstance(data, tuple) and len(data) == 2:
+            t, y = data
+            out = [from_arrays(t, y, **common)]
+        else:
+            raise DataError(
+                "fit expects a DataFrame (ds, y[, unique_id]), a (t, y) pair of arrays, a CSV "
+                f"path or TimeSeries objects; got {type(data).__name__}"
+            )
+        seen: set[str] = set()
+        for s in out:
+            if s.unique_id in seen:
+                raise DataError(f"series id {s.unique_id!r} appears twice")
+            seen.add(s.unique_id)
+        return [s.train() if s.is_test is not None and s.is_test.any() else s for s in out]
+
+    # -- fitting ------------------------------------------------------------------------------
+    @with_x64
+    def fit(
+        self,
+        data: Any,
+        *,
+        time_col: str | None = None,
+        target_col: str | None = None,
+        id_col: str | None = None,
+    ) -> AutoGP:
+        """Fit the model to one series or a panel.
+
+        Args:
+            data: a DataFrame with a time column (``ds``: dates or numbers), a value column
+                (``y``) and, for a panel, an id column (``unique_id`` is picked up
+                automatically); or a ``(t, y)`` pair of arrays; or a CSV path; or
+                :class:`TimeSeries` objects. Rows marked as test by ``data.split_col`` are
+                left out.
+            time_col, target_col, id_col: column names (default: the config's ``[data]``).
+
+        Series of a panel are fitted one after another (a progress bar on stderr); each gets
+        its own random key derived from the seed and its id, so a series' fit does not depend
+        on the other series. Returns ``self``.
+        """
+        from autogp.inference.smc import run_smc
+
+        all_series = self._read(data, time_col, target_col, id_col)
+        panel = len(all_series) > 1
+        show = self.progress if self.progress is not None else panel
+        fits: dict[str, SeriesFit] = {}
+        with _progress(show, len(all_series), "fitting") as bar:
+            task = bar.add_task("fitting", total=len(all_series))
+            for series in all_series:
+                bar.update(task, description=f"fitting {series.unique_id}")
+                fits[series.unique_id] = self._fit_one(series, panel, run_smc)
+                bar.update(task, advance=1)
+        self._fits = fits
+        return self
+
+    def _fit_one(self, series: TimeSeries, panel: bool, run_smc: Callable[..., Any]) -> SeriesFit:
+        scaler = Scaler.fit(series.t, series.y, log=self.config.data.log_transform)
+        x = scaler.forward_t(series.t)
+        y = scaler.forward_y(series.y)
+        key = _series_key(self.seed, series.unique_id, panel)
+        result = run_smc(x, y, self.config, key=key)
+        return SeriesFit(
+            series=series,
+            scaler=scaler,
+            ops=np.asarray(result.ops, dtype=np.int32),
+            params=np.asarray(result.params, dtype=np.float64),
+            noise=np.asarray(result.noise, dtype=np.float64),
+            log_weights=np.asarray(result.log_weights, dtype=np.float64),
+            log_marginal_likelihood=float(result.log_marginal_likelihood),
+            history={k: list(v) for k, v in dict(result.history).items()},
+        )
+
+    @classmethod
+    @with_x64
+    def from_kernels(
+        cls,
+        data: Any,
+        kernels: Sequence[Kernel | str],
+        *,
+        weights: Sequence[float] | None = None,
+        noise: float | Sequence[float] = 0.01,
+        config: Config | str | Path | Mapping[str, Any] | None = None,
+        time_col: str | None = None,
+        target_col: str | None = None,
+        **kwargs: Any,
+    ) -> AutoGP:
+        """A model with given particles instead of an SMC fit (one series).
+
+        ``kernels`` are expressions (or their text) with parameters in *normalised* units: time
+        in [0, 1] over the training span, values z-scored (after the log when
+        ``log_transform``). ``noise`` is the normalised observation-noise variance (one for all
+        or one per kernel); ``weights`` default to equal.
+        """
+        model = cls(config, **kwargs)
+        (series,) = model._read(data, time_col, target_col, None)[:1]
+        exprs = [k if isinstance(k, Kernel) else _parse(k) for k in kernels]
+        ops, params = pack(exprs, max_depth=model.config.grammar.max_depth)
+        P = len(exprs)
+        noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (P,))
+        if np.any(noise_arr <= 0):
+            raise ValueError("noise variances must be positive")
+        w = np.ones(P) if weights is None else np.asarray(weights, dtype=np.float64)
+        if w.shape != (P,) or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError(f"weights must be {P} non-negative numbers with a positive sum")
+        with np.errstate(divide="ignore"):
+            lw = np.log(w / w.sum())
+        scaler = Scaler.fit(series.t, series.y, log=model.config.data.log_transform)
+        model._fits = {
+            series.unique_id: SeriesFit(
+                series=series,
+                scaler=scaler,
+                ops=ops,
+                params=params,
+                noise=np.log(noise_arr).copy(),
+                log_weights=lw,
+                history={"count": [[series.n]]},
+            )
+        }
+        return model
+
+    # -- updating -----------------------------------------------------------------------------
+    @with_x64
+    def update(
+        self,
+        new_data: Any,
+        *,
+        time_col: str | None = None,
+        target_col: str | None = None,
+        id_col: str | None = None,
+    ) -> AutoGP:
+        """Add observations and continue the SMC on them (online use); returns ``self``.
+
+        ``new_data``: a DataFrame (``ds``, ``y``, and ``unique_id`` for panels) or a ``(t, y)``
+        pair for a single-series model; any number of rows, even one. New time stamps must not
+        repeat fitted ones. The normalisation of the first fit is kept (the particles'
+        parameters are in its units), so new times beyond the training span map past 1.
+        """
+        from autogp.inference.smc import update_smc
+
+        self._require_fitted()
+        d = self.config.data
+        time_col = time_col or d.time_col
+        target_col = target_col or d.target_col
+        groups = self._update_groups(new_data, time_col, target_col, id_col)
+        for uid, (ds, y) in groups.items():
+            fit = self._fit_of(uid)
+            t_new, stamps_new = _as_stamps(fit.series, ds)
+            y_new = np.asarray(y, dtype=np.float64)
+            ok = np.isfinite(y_new)
+            if not ok.all():
+                if d.strict:
+                    raise DataError(f"update: series {uid!r} has missing or non-finite values")
+                warnings.warn(
+                    f"update: dropped {int((~ok).sum())} rows with missing or non-finite values "
+                    f"of series {uid!r}",
+                    AutoGPDataWarning,
+                    stacklevel=3,
+                )
+                t_new, stamps_new, y_new = t_new[ok], stamps_new[ok], y_new[ok]
+            if t_new.size == 0:
+                continue
+            if np.unique(t_new).size != t_new.size or np.isin(t_new, fit.series.t).any():
+                raise DataError(
+                    f"update: series {uid!r}: new time stamps repeat each other or fitted ones"
+                )
+            if self.config.data.log_transform and np.any(y_new <= 0):
+                raise DataError(f"update: series {uid!r}: log_transform needs positive values")
+            old = fit.series
+            t_all = np.concatenate([old.t, t_new])
+            y_all = np.concatenate([old.y, y_new])
+            x_all = fit.scaler.forward_t(t_all)
+            yn_all = fit.scaler.forward_y(y_all)
+            key = jax.random.fold_in(
+                _series_key(self.seed, uid, len(self._fits) > 1), fit.updates + 1
+            )
+            result = update_smc(fit.smc_result(), x_all, yn_all, self.config, key=key)
+            order = np.argsort(t_all, kind="stable")
+            stamps = old.ds.append(stamps_new)[order]
+            series = TimeSeries(t_all[order], y_all[order], uid, old.axis, None, stamps)
+            self._fits[uid] = replace(
+                fit,
+                series=series,
+                ops=np.asarray(result.ops, dtype=np.int32),
+                params=np.asarray(result.params, dtype=np.float64),
+                noise=np.asarray(result.noise, dtype=np.float64),
+                log_weights=np.asarray(result.log_weights, dtype=np.float64),
+                log_marginal_likelihood=float(result.log_marginal_likelihood),
+                history={k: list(v) for k, v in dict(result.history).items()},
+                updates=fit.updates + 1,
+            )
+        return self
+
+    def _update_groups(
+        self, data: Any, time_col: str, target_col: str, id_col: str | None
+    ) -> dict[str, tuple[Any, Any]]:
+        if isinstance(data, pd.DataFrame):
+            for col in (time_col, target_col):
+                if col not in data.columns:
+                    raise DataError(f"update: the new data have no column {col!r}")
+            id_col = id_col or ("unique_id" if "unique_id" in data.columns else None)
+            if id_col is None:
+                uid = self._fit_of(None).unique_id
+                return {uid: (data[time_col], data[target_col].to_numpy(dtype=np.float64))}
+            out = {}
+            for uid, g in data.groupby(id_col, sort=False):
+                out[str(uid)] = (g[time_col], g[target_col].to_numpy(dtype=np.float64))
+            return out
+        if isinstance(data, tuple) and len(data) == 2:
+            uid = self._fit_of(None).unique_id
+            return {uid: data}
+        raise DataError(f"update expects a DataFrame or a (t, y) pair, got {type(data).__name__}")
+
+    # -- prediction ---------------------------------------------------------------------------
+    def _targets(
+        self, fit: SeriesFit, horizon: Any, panel_frame: pd.DataFrame | None
+    ) -> tuple[np.ndarray, pd.Index]:
+        if panel_frame is not None:
+            rows = panel_frame
+            if "unique_id" in panel_frame.columns:
+                rows = panel_frame[panel_frame["unique_id"].astype(str) == fit.unique_id]
+            return _as_stamps(fit.series, rows["ds"])
+        if horizon is None:
+            horizon = self.config.forecast.horizon
+        if isinstance(horizon, int | np.integer) and not isinstance(horizon, bool):
+            if horizon < 0:
+                raise ValueError(f"horizon must be >= 0, got {horizon}")
+            return fit.series.future_t(int(horizon)), fit.series.future_ds(int(horizon))
+        return _as_stamps(fit.series, horizon)
+
+    @with_x64
+    def predict(
+        self,
+        horizon: int | Any = None,
+        *,
+        level: Sequence[float] | None = None,
+        quantiles: Sequence[float] | None = None,
+        include_noise: bool | None = None,
+        per_particle: bool = False,
+        unique_id: str | Sequence[str] | None = None,
+    ) -> pd.DataFrame:
+        """Forecast: the mean of the particle mixture and its prediction intervals.
+
+        Args:
+            horizon: steps ahead on the data's grid (default ``forecast.horizon``), or the
+                future time stamps themselves (a list/Index of dates or numbers, or a DataFrame
+                with ``ds`` and, for panels, ``unique_id``).
+            level: central interval levels in percent (default ``forecast.levels``, unless
+                ``quantiles`` is given); columns ``AutoGP-lo-95`` ... ``AutoGP-hi-95``.
+            quantiles: probabilities in (0, 1); columns ``AutoGP-q-10`` etc.
+            include_noise: intervals for new noisy observations (True) or for the latent
+                function (False); default ``forecast.observation_noise``.
+            per_particle: one row per (time, particle) with the particle's weight, structure,
+                mean and its own Gaussian intervals, instead of the mixture.
+            unique_id: restrict to some series of a panel.
+
+        Intervals are exact quantiles of the Gaussian mixture (bisection on its CDF) mapped to
+        data units; under ``log_transform`` the mean is the log-normal mixture's mean and the
+        quantiles are exp of the log-scale quantiles. Particles whose predictions are not finite
+        are dropped with a warning.
+        """
+        fc = self.config.forecast
+        if level is None:
+            level = fc.levels if quantiles is None else ()
+        levels = _check_levels(level)
+        qs = _check_quantiles(quantiles) if quantiles is not None else []
+        if include_noise is None:
+            include_noise = fc.observation_noise
+        frame = horizon if isinstance(horizon, pd.DataFrame) else None
+        if frame is not None and "ds" not in frame.columns:
+            raise DataError("predict: a frame of future times needs a 'ds' column")
+        parts = []
+        for fit in self._selected(unique_id):
+            t_new, ds_new = self._targets(fit, horizon, frame)
+            if per_particle:
+                parts.append(self._predict_particles(fit, t_new, ds_new, levels, qs, include_noise))
+            else:
+                parts.append(self._predict_mixture(fit, t_new, ds_new, levels, qs, include_noise))
+        out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        return out
+
+    def _probs(self, levels: list[float], qs: list[float]) -> tuple[list[str], np.ndarray]:
+        names, probs = [], []
+        for lv in reversed(levels):
+            names.append(f"{MODEL_NAME}-lo-{_fmt_level(lv)}")
+            probs.append(0.5 - lv / 200.0)
+        for lv in levels:
+            names.append(f"{MODEL_NAME}-hi-{_fmt_level(lv)}")
+            probs.append(0.5 + lv / 200.0)
+        for q in qs:
+            names.append(f"{MODEL_NAME}-q-{_fmt_quantile(q)}")
+            probs.append(q)
+        return names, np.asarray(probs, dtype=np.float64)
+
+    def _predict_mixture(self, fit, t_new, ds_new, levels, qs, include_noise) -> pd.DataFrame:
+        df = pd.DataFrame({"unique_id": fit.unique_id, "ds": ds_new}, index=range(len(ds_new)))
+        names, probs = self._probs(levels, qs)
+        if len(t_new) == 0:
+            for c in [MODEL_NAME, *names]:
+                df[c] = np.zeros(0)
+            return df
+        mix = fit.mixture(t_new, include_noise)
+        df[MODEL_NAME] = fit.to_data_mean(mix)
+        if probs.size:
+            q = fit.scaler.inverse_y(mix.quantiles(probs))
+            for name, row in zip(names, q, strict=True):
+                df[name] = row
+        return df
+
+    def _predict_particles(self, fit, t_new, ds_new, levels, qs, include_noise) -> pd.DataFrame:
+        mean, var = fit.predictive(t_new, include_noise)
+        w = fit.weights()
+        structures = [structure(e) for e in fit.expressions()]
+        names, probs = self._probs(levels, qs)
+        sd = np.sqrt(np.maximum(var, 0.0))
+        z = np.asarray(ndtri(jnp.asarray(probs))) if probs.size else np.zeros(0)
+        s = fit.scaler
+        P, M = mean.shape
+        rows = {
+            "unique_id": np.full(P * M, fit.unique_id, dtype=object),
+            "ds": np.tile(np.asarray(ds_new), P),
+            "particle": np.repeat(np.arange(P), M),
+            "weight": np.repeat(w, M),
+            "structure": np.repeat(np.asarray(structures, dtype=object), M),
+        }
+        if s.log:
+            mu_log = s.value_offset + s.value_scale * mean
+            sd_log = s.value_scale * sd
+            rows[MODEL_NAME] = np.exp(mu_log + 0.5 * sd_log**2).reshape(-1)
+        else:
+            rows[MODEL_NAME] = s.inverse_y(mean).reshape(-1)
+        for name, zk in zip(names, z, strict=True):
+            rows[name] = s.inverse_y(mean + zk * sd).reshape(-1)
+        df = pd.DataFrame(rows)
+        if isinstance(ds_new, pd.DatetimeIndex):
+            df["ds"] = pd.DatetimeIndex(df["ds"])
+        return df
+
+    @with_x64
+    def log_predictive_density(
+        self,
+        ds: Any,
+        y: Any = None,
+        *,
+        pointwise: bool = False,
+        joint: bool = False,
+        unique_id: str | None = None,
+    ) -> float | np.ndarray:
+        """Log predictive density of held-out observations, in data units.
+
+        ``ds``/``y``: time stamps and values (or a DataFrame with ``ds``, ``y`` and, for
+        panels, ``unique_id``; then ``y`` is omitted). Per point it is log sum_p w_p
+        N(y | mu_p, sd_p^2) including observation noise, with the Jacobian of the normalisation
+        (and of the log under ``log_transform``), so it is a density of ``y`` itself. Returns
+        the sum (default) or the per-point values (``pointwise=True``). ``joint=True`` uses the
+        particles' joint predictive over all points (full covariances) instead of the product
+        of marginals.
+        """
+        if isinstance(ds, pd.DataFrame):
+            frame = ds
+            if "unique_id" in frame.columns and unique_id is None:
+                total: list[np.ndarray] = []
+                for uid, g in frame.groupby("unique_id", sort=False):
+                    total.append(
+                        np.atleast_1d(
+                            self.log_predictive_density(
+                                g["ds"], g["y"], pointwise=True, joint=joint, unique_id=str(uid)
+                            )
+                        )
+                    )
+                values = np.concatenate(total)
+                return values if pointwise else float(values.sum())
+            ds, y = frame["ds"], frame["y"]
+        fit = self._fit_of(unique_id)
+        t_new, _ = _as_stamps(fit.series, ds)
+        y_obs = np.atleast_1d(np.asarray(y, dtype=np.float64))
+        if y_obs.shape != t_new.shape:
+            raise ValueError(f"ds and y differ in length: {t_new.size} and {y_obs.size}")
+        s = fit.scaler
+        if s.log and np.any(y_obs <= 0):
+            raise DataError("log_predictive_density: log_transform needs positive values")
+        z = s.forward_y(y_obs)
+        jac = -math.log(s.value_scale) - (np.log(y_obs) if s.log else 0.0)
+        if joint:
+            mean, cov = fit._predictive(t_new, include_noise=True, full_cov=True)
+            value = mixture_joint_logpdf(fit.log_weights, mean, cov, z)
+            return float(value + np.sum(jac))
+        mix = fit.mixture(t_new, include_noise=True)
+        values = mix.logpdf(z) + jac
+        return values if pointwise else float(values.sum())
+
+    # -- structures ---------------------------------------------------------------------------
+    def kernels(self, unique_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """The posterior over kernel structures, one row per distinct structure per series.
+
+        Columns: ``unique_id``, ``structure`` (text without parameters), ``weight`` (total
+        posterior weight of the particles with this structure), ``particles`` (how many),
+        ``expression`` (the highest-weight such particle, parameters in data units),
+        ``noise_sd`` (its observation-noise standard deviation in data units) and ``reading``
+        (a plain-English description). Sorted by weight within each series.
+        """
+        rows = []
+        for fit in self._selected(unique_id):
+            w = fit.weights()
+            exprs = fit.expressions()
+            noise_sd = fit.noise_sd()
+            groups: dict[str, list[int]] = {}
+            for i, e in enumerate(exprs):
+                groups.setdefault(structure(e), []).append(i)
+            for text, idx in groups.items():
+                best = max(idx, key=lambda i: w[i])
+                data_expr = fit.in_data_units(exprs[best])
+                rows.append(
+                    {
+                        "unique_id": fit.unique_id,
+                        "structure": text,
+                        "weight": float(sum(w[i] for i in idx)),
+                        "particles": len(idx),
+                        "expression": to_text(data_expr, params=True, precision=4),
+                        "noise_sd": float(noise_sd[best]),
+                        "reading": _explain.describe(data_expr, fit.series.axis),
+                    }
+                )
+        df = pd.DataFrame(
+            rows,
+            columns=[
+                "unique_id",
+                "structure",
+                "weight",
+                "particles",
+                "expression",
+                "noise_sd",
+                "reading",
+            ],
+        )
+        order = {u: i for i, u in enumerate(self.unique_ids)}
+        df["_o"] = df["unique_id"].map(order)
+        df = df.sort_values(["_o", "weight"], ascending=[True, False], kind="stable")
+        return df.drop(columns="_o").reset_index(drop=True)
+
+    def explain(self, unique_id: str | Sequence[str] | None = None, top: int = 5) -> str:
+        """A plain-text summary of the structure posterior (the ``top`` structures per series)."""
+        table = self.kernels(unique_id)
+        lines = []
+        for fit in self._selected(unique_id):
+            rows = table[table["unique_id"] == fit.unique_id]
+            s = fit.series
+            unit = " in log units" if fit.scaler.log else ""
+            lines.append(
+                f"{fit.unique_id}: {s.n} observations, {s.axis.describe()}; "
+                f"{len(fit.noise)} particles, {len(rows)} distinct structures"
+            )
+            for _, r in rows.head(top).iterrows():
+                lines.append(f"  {100 * r['weight']:5.1f}%  {r['reading']}")
+                lines.append(f"          {r['expression']}  (noise sd {r['noise_sd']:.4g}{unit})")
+            if len(rows) > top:
+                rest = rows["weight"].iloc[top:].sum()
+                lines.append(f"  {100 * rest:5.1f}%  ({len(rows) - top} more structures)")
+        return "\n".join(lines)
+
+    # -- decomposition ------------------------------------------------------------------------
+    @with_x64
+    def decompose(
+        self, ds: Any = None, *, unique_id: str | Sequence[str] | None = None
+    ) -> pd.DataFrame:
+        """Posterior-mean components of the fitted series, at past and future time stamps.
+
+        Each particle's kernel is split at its top-level ``+`` into terms, each term classified
+        (see :mod:`autogp.forecast.explain`: trend, seasonal, smooth, changepoint, noise), and
+        the term's posterior mean k_term(x*, x) (K + noise I)^-1 y computed; components are the
+        weighted averages over particles. ``ds`` default: the training times plus
+        ``forecast.horizon`` future steps.
+
+        Columns: ``unique_id``, ``ds``, ``y`` (observed, NaN in the future), the five
+        components, ``fitted`` (their sum = the posterior mean of the latent function) and
+        ``residual`` (``y - fitted``). The series mean is included in ``trend``. Under
+        ``log_transform`` everything, ``y`` included, is in log units (components add in log
+        space, i.e. multiply in data units).
+        """
+        parts = []
+        for fit in self._selected(unique_id):
+            if ds is None:
+                h = self.config.forecast.horizon
+                t_new = np.concatenate([fit.series.t, fit.series.future_t(h)])
+                ds_new = fit.series.ds.append(fit.series.future_ds(h))
+            elif isinstance(ds, pd.DataFrame):
+                t_new, ds_new = self._targets(fit, None, ds)
+            else:
+                t_new, ds_new = _as_stamps(fit.series, ds)
+            parts.append(self._decompose_one(fit, t_new, ds_new))
+        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+    def _decompose_one(self, fit: SeriesFit, t_new: np.ndarray, ds_new: pd.Index) -> pd.DataFrame:
+        x, y = fit.x, fit.y
+        alpha, ok = _alpha(
+            jnp.asarray(fit.ops),
+            jnp.asarray(fit.params),
+            jnp.asarray(fit.noise),
+            jnp.asarray(x),
+            jnp.asarray(y),
+        )
+        alpha, ok = np.asarray(alpha), np.asarray(ok)
+        lw = np.where(ok & np.all(np.isfinite(alpha), axis=1), fit.log_weights, -np.inf)
+        # Reuse the mixture's checks (warning/error on unusable particles).
+        mix = make_mixture(
+            lw,
+            np.zeros((lw.size, 1)),
+            np.zeros((lw.size, 1)),
+            what=f"particles of {fit.unique_id!r}",
+        )
+        w = np.zeros(lw.size)
+        w[mix.keep] = mix.weights
+        exprs = fit.expressions()
+        terms, owners, kinds = [], [], []
+        for p, e in enumerate(exprs):
+            if not mix.keep[p]:
+                continue
+            for term in _explain.additive_terms(e):
+                terms.append(term)
+                owners.append(p)
+                kinds.append(_explain.classify_term(term))
+        M = len(t_new)
+        x_new = _pad(fit.scaler.forward_t(t_new), _bucket(M))
+        comps = {k: np.zeros(len(t_new)) for k in _explain.COMPONENTS}
+        if terms and len(t_new):
+            t_ops, t_params = pack(terms, max_depth=fit.max_depth)
+            means = np.asarray(
+                _cross_means(
+                    jnp.asarray(t_ops),
+                    jnp.asarray(t_params),
+                    jnp.asarray(x_new),
+                    jnp.asarray(x),
+                    jnp.asarray(alpha[np.asarray(owners)]),
+                )
+            )
+            for m, p, kind in zip(means[:, :M], owners, kinds, strict=True):
+                comps[kind] += w[p] * m
+        s = fit.scaler
+        df = pd.DataFrame({"unique_id": fit.unique_id, "ds": ds_new}, index=range(len(t_new)))
+        observed = pd.Series(fit.series.y, index=fit.series.t)
+        y_at = observed.reindex(t_new).to_numpy(dtype=np.float64)
+        if s.log:
+            y_at = np.log(y_at)
+        df["y"] = y_at
+        fitted = np.zeros(len(t_new))
+        for kind in _explain.COMPONENTS:
+            values = s.value_scale * comps[kind]
+            if kind == "trend":
+                values = values + s.value_offset
+            df[kind] = values
+            fitted = fitted + values
+        df["fitted"] = fitted
+        df["residual"] = df["y"] - fitted
+        df.attrs["units"] = "log" if s.log else "data"
+        return df
+
+    # -- persistence and plots ----------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Write the fitted model to a ``.autogp`` file (see :mod:`autogp.forecast.saveload`)."""
+        from autogp.forecast.saveload import save_model
+
+        return save_model(self, path)
+
+    def plot(
+        self,
+        forecast: pd.DataFrame | None = None,
+        *,
+        path: str | Path | None = None,
+        unique_id: str | None = None,
+        **kwargs: Any,
+    ):
+        """A forecast plot (matplotlib Figure); written to ``path`` when given."""
+        from autogp import plots
+
+        if forecast is None:
+            forecast = self.predict(unique_id=unique_id)
+        fig = plots.plot_forecast(self, forecast, unique_id=unique_id, **kwargs)
+        if path is not None:
+            plots.save_figure(fig, path)
+        return fig
+
+
+def _parse(text: str) -> Kernel:
+    from autogp.kernels import parse
+
+    return parse(text)
+
+
+def load(path: str | Path) -> AutoGP:
+    """Load a model written by :meth:`AutoGP.save`."""
+    from autogp.forecast.saveload import load_model
+
+    return load_model(path)
+
+
+__all__ = ["MODEL_NAME", "AutoGP", "SeriesFit", "level_columns", "load"]
