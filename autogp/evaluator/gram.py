@@ -21,33 +21,15 @@ Parameters arrive unconstrained (``spec`` transforms); gradients are returned fo
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from autogp.evaluator import leaves
 from autogp.kernels import spec
-
-_TRANSFORMS = np.asarray(spec.TRANSFORMS)
-
-
-def constrain(ops, u):
-    """Natural parameter values from unconstrained ones (``spec.TRANSFORMS``)."""
-    kind = jnp.asarray(_TRANSFORMS)[ops]
-    return jnp.where(
-        kind == spec.T_LOG,
-        jnp.exp(u),
-        jnp.where(kind == spec.T_GAMMA, 2.0 * jax.nn.sigmoid(u), u),
-    )
-
-
-def _dtheta_du(ops, theta):
-    kind = jnp.asarray(_TRANSFORMS)[ops]
-    return jnp.where(
-        kind == spec.T_LOG,
-        theta,
-        jnp.where(kind == spec.T_GAMMA, theta * (1.0 - 0.5 * theta), 1.0),
-    )
+from autogp.kernels.transforms import constrain  # re-exported: ``gram.constrain`` stays importable
 
 
 def _product_ancestors(ops):
@@ -74,19 +56,55 @@ def _broadcast_x(x, P):
 
 
 # --- forward: values -----------------------------------------------------------------------------
-def _node_value(op, theta, t1, t2, buf, slot):
-    """Value of node ``slot`` given its children's values in ``buf`` (one formula runs)."""
+STATIONARY = (spec.CONST, spec.SE, spec.GE, spec.PER, spec.WN, spec.M12, spec.M32, spec.M52, spec.RQ)
+
+
+def _toeplitz(f):
+    """``K[i, j] = f[|i - j|]``: a stationary kernel's matrix on a regular grid from its N lags."""
+    n = f.shape[0]
+    return f[jnp.abs(jnp.arange(n)[:, None] - jnp.arange(n)[None, :])]
+
+
+def _lag_sums(A):
+    """``a[l] = sum of A[i, j] over |i - j| = l``: the adjoint of :func:`_toeplitz`.
+
+    Diagonals become columns after padding each row by one entry (row i of the padded flat
+    array starts at A[i, i]); a static mask keeps the upper part, the transpose gives the lower.
+    """
+    n = A.shape[0]
+    keep = (jnp.arange(n)[:, None] + jnp.arange(n + 1)[None, :]) < n
+    ones = jnp.ones((n,), A.dtype)
+
+    def upper(M):
+        skewed = jnp.concatenate([M.reshape(-1), jnp.zeros((n,), M.dtype)]).reshape(n, n + 1)
+        return ones @ jnp.where(keep, skewed, 0.0)
+
+    sums = (upper(A) + upper(A.T))[:n]
+    return sums.at[0].add(-jnp.trace(A))
+
+
+def _node_value(op, theta, t1, t2, buf, slot, grid=False):
+    """Value of node ``slot`` given its children's values in ``buf`` (one formula runs).
+
+    With ``grid`` (``t1 == t2``, sorted and evenly spaced) stationary atoms evaluate their
+    formula on the N lags only and expand it to the Toeplitz matrix: O(N) transcendental
+    functions instead of O(N^2).
+    """
 
     def child(k):
         return jax.lax.dynamic_index_in_dim(buf, 2 * slot + k, keepdims=False)
 
     def atom(op_):
+        if grid and op_ in STATIONARY:
+            lags = t1 - t1[0]
+            return lambda: _toeplitz(leaves.VALUE[op_](theta, lags, jnp.zeros((1,), t1.dtype))[:, 0])
         return lambda: leaves.VALUE[op_](theta, t1, t2)
 
     def cp():
         s1, _, _ = leaves.cp_sigmoid(theta, t1)
         s2, _, _ = leaves.cp_sigmoid(theta, t2)
-        return s1[:, None] * s2[None, :] * child(1) + (1 - s1)[:, None] * (1 - s2)[None, :] * child(2)
+        left = s1[:, None] * s2[None, :] * child(1)
+        return left + (1 - s1)[:, None] * (1 - s2)[None, :] * child(2)
 
     branches = [lambda: jnp.zeros((t1.shape[0], t2.shape[0]), t1.dtype)] * spec.NUM_OPS
     for op_ in spec.ATOMS:
@@ -97,7 +115,7 @@ def _node_value(op, theta, t1, t2, buf, slot):
     return jax.lax.switch(op, branches)
 
 
-def _gram_values(ops, theta, x1, x2):
+def _gram_values(ops, theta, x1, x2, grid=False):
     P, S = ops.shape
     N1, N2 = x1.shape[1], x2.shape[1]
     occupied = (ops != spec.EMPTY)[:, ::-1].reshape(-1)  # per particle, slots in descending order
@@ -109,7 +127,7 @@ def _gram_values(ops, theta, x1, x2):
     def body(j, buf):
         p = flat[j] // S
         slot = S - 1 - flat[j] % S
-        value = _node_value(ops[p, slot], theta[p, slot], x1[p], x2[p], buf, slot)
+        value = _node_value(ops[p, slot], theta[p, slot], x1[p], x2[p], buf, slot, grid)
         row = jnp.where(slot == 0, S + p, slot)
         return jax.lax.dynamic_update_index_in_dim(buf, value, row, 0)
 
@@ -117,7 +135,7 @@ def _gram_values(ops, theta, x1, x2):
     return buf[S:]
 
 
-# --- backward: adjoints ----------------------------------------------------------------------------
+# --- backward: adjoints ------------------------------------------------------------------------
 def _operator_adjoints(op, theta, t1, t2, kids, adj):
     """Adjoints of an operator's two children and the gradient of its own natural parameters.
 
@@ -134,10 +152,14 @@ def _operator_adjoints(op, theta, t1, t2, kids, adj):
 
         def d(e1, e2):  # d/dparam of s s'^T K_l + (1-s)(1-s')^T K_r, reduced against adj
             return (
-                e1 @ b_left @ s2 + s1 @ b_left @ e2 - e1 @ b_right @ (1 - s2) - (1 - s1) @ b_right @ e2
+                e1 @ b_left @ s2
+                + s1 @ b_left @ e2
+                - e1 @ b_right @ (1 - s2)
+                - (1 - s1) @ b_right @ e2
             )
 
-        grad = jnp.stack([d(g1, g2), d(h1, h2)] + [jnp.zeros((), adj.dtype)] * (spec.MAX_PARAMS - 2))
+        padding = [jnp.zeros((), adj.dtype)] * (spec.MAX_PARAMS - 2)
+        grad = jnp.stack([d(g1, g2), d(h1, h2)] + padding)
         return (
             adj * s1[:, None] * s2[None, :],
             adj * (1 - s1)[:, None] * (1 - s2)[None, :],
@@ -152,11 +174,16 @@ def _operator_adjoints(op, theta, t1, t2, kids, adj):
     return jax.lax.switch(op - spec.PLUS, branches)
 
 
-def _leaf_vjp(op, theta, t1, t2, adj):
-    branches = [lambda: jnp.zeros((spec.MAX_PARAMS,), adj.dtype)] * len(spec.ATOMS)
-    for i, op_ in enumerate(spec.ATOMS):
-        branches[i] = lambda op_=op_: leaves.VJP[op_](theta, t1, t2, adj)
-    return jax.lax.switch(op - spec.ATOMS[0], branches)
+def _leaf_vjp(op, theta, t1, t2, adj, grid=False):
+    def branch(op_):
+        if grid and op_ in STATIONARY:
+            # sum_ij A_ij dk(r_ij) = sum_l a_l dk(lag_l) with a_l the lag sums of A.
+            lags = t1 - t1[0]
+            zero = jnp.zeros((1,), t1.dtype)
+            return lambda: leaves.VJP[op_](theta, lags, zero, _lag_sums(adj)[:, None])
+        return lambda: leaves.VJP[op_](theta, t1, t2, adj)
+
+    return jax.lax.switch(op - spec.ATOMS[0], [branch(op_) for op_ in spec.ATOMS])
 
 
 def _per_particle_worklist(select, descending):
@@ -169,7 +196,7 @@ def _per_particle_worklist(select, descending):
     return packed, jnp.sum(select, axis=1)
 
 
-def _gram_backward(ops, theta, x1, x2, cot):
+def _gram_backward(ops, theta, x1, x2, cot, grid=False):
     """Gradient of sum(cot * K) with respect to the natural parameters ``theta``.
 
     Particle by particle, three loops over that particle's work lists, each with one kind of
@@ -196,7 +223,7 @@ def _gram_backward(ops, theta, x1, x2, cot):
 
         def recompute(j, vals):
             slot = rec_slots[p, j]
-            v = _node_value(ops_p[slot], theta_p[slot], t1, t2, vals, slot)
+            v = _node_value(ops_p[slot], theta_p[slot], t1, t2, vals, slot, grid)
             return jax.lax.dynamic_update_index_in_dim(vals, v, slot, 0)
 
         vals = jax.lax.fori_loop(0, rec_count[p], recompute, vals)
@@ -217,7 +244,8 @@ def _gram_backward(ops, theta, x1, x2, cot):
         def reduce_leaf(j, grads):
             slot = leaf_slots[p, j]
             adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
-            return grads.at[p, slot].set(_leaf_vjp(ops_p[slot], theta_p[slot], t1, t2, adj))
+            dtheta = _leaf_vjp(ops_p[slot], theta_p[slot], t1, t2, adj, grid)
+            return grads.at[p, slot].set(dtheta)
 
         grads = jax.lax.fori_loop(0, leaf_count[p], reduce_leaf, grads)
         return vals, adjs, grads
@@ -229,27 +257,29 @@ def _gram_backward(ops, theta, x1, x2, cot):
     return grads
 
 
-# --- public ----------------------------------------------------------------------------------------
-@jax.custom_vjp
-def _gram(ops, params, x1, x2):
-    return _gram_values(ops, constrain(ops, params), x1, x2)
+# --- public ------------------------------------------------------------------------------------
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _gram(ops, params, x1, x2, grid):
+    return _gram_values(ops, constrain(ops, params), x1, x2, grid)
 
 
-def _gram_fwd(ops, params, x1, x2):
-    theta = constrain(ops, params)
-    return _gram_values(ops, theta, x1, x2), (ops, theta, x1, x2)
+def _gram_fwd(ops, params, x1, x2, grid):
+    # The transform is elementwise on [P, S, MAX_PARAMS]: its VJP is cheap and keeps the chain rule
+    # for the transforms in one place (``kernels.transforms``).
+    theta, constrain_vjp = jax.vjp(functools.partial(constrain, ops), params)
+    return _gram_values(ops, theta, x1, x2, grid), (ops, theta, x1, x2, constrain_vjp)
 
 
-def _gram_bwd(residuals, cot):
-    ops, theta, x1, x2 = residuals
-    dtheta = _gram_backward(ops, theta, x1, x2, cot)
-    return None, dtheta * _dtheta_du(ops, theta), None, None
+def _gram_bwd(grid, residuals, cot):
+    ops, theta, x1, x2, constrain_vjp = residuals
+    (dparams,) = constrain_vjp(_gram_backward(ops, theta, x1, x2, cot, grid))
+    return None, dparams, None, None
 
 
 _gram.defvjp(_gram_fwd, _gram_bwd)
 
 
-def gram(ops, params, x1, x2=None):
+def gram(ops, params, x1, x2=None, *, regular_grid=False):
     """Covariance matrices ``K[p] = k_p(x1[p], x2[p])`` of a batch of packed trees.
 
     Args:
@@ -257,6 +287,9 @@ def gram(ops, params, x1, x2=None):
       params: float64 ``[P, S, MAX_PARAMS]`` unconstrained parameters.
       x1: float64 ``[N1]`` (shared) or ``[P, N1]`` (per particle) inputs.
       x2: likewise ``[N2]`` or ``[P, N2]``; defaults to ``x1``.
+      regular_grid: promise that ``x2`` is ``None`` and every row of ``x1`` is sorted and evenly
+        spaced (see :func:`is_regular_grid`); stationary atoms then cost O(N) transcendental
+        evaluations instead of O(N^2). Masked padding must continue the grid.
 
     Returns:
       float64 ``[P, N1, N2]``. Differentiable with respect to ``params`` (custom VJP).
@@ -264,5 +297,17 @@ def gram(ops, params, x1, x2=None):
     ops = jnp.asarray(ops)
     P = ops.shape[0]
     x1 = _broadcast_x(x1, P)
+    if regular_grid and x2 is not None:
+        raise ValueError("regular_grid applies to square matrices K(x, x) only (x2=None)")
     x2 = x1 if x2 is None else _broadcast_x(x2, P)
-    return _gram(ops, params, x1, x2)
+    return _gram(ops, params, x1, x2, bool(regular_grid))
+
+
+def is_regular_grid(x, rtol: float = 1e-9) -> bool:
+    """Whether every row of ``x`` (``[N]`` or ``[P, N]``, concrete) is sorted and evenly spaced."""
+    x = np.atleast_2d(np.asarray(x, dtype=float))
+    if x.shape[1] < 2:
+        return True
+    d = np.diff(x, axis=1)
+    step = d[:, :1]
+    return bool(np.all(step > 0) and np.all(np.abs(d - step) <= rtol * np.abs(step)))

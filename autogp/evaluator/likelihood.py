@@ -19,6 +19,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.linalg import solve_triangular
 
 # Relative jitter ladder (times the mean of the diagonal): the first rung is always applied.
 BASE_JITTER = 1e-10
@@ -93,8 +94,11 @@ def _logml_fwd(K, noise_var, y, mask):
 
 def _logml_bwd(residuals, g):
     L, alpha, ok, mask = residuals
+    # (K + s I)^-1 = W^T W with W = L^-1: one triangular solve and one matrix product, which
+    # measured faster on CPU than cho_solve's two triangular solves against the identity.
     eye = jnp.broadcast_to(jnp.eye(L.shape[-1], dtype=L.dtype), L.shape)
-    inv = _solve(L, eye)
+    W = solve_triangular(L, eye, lower=True)
+    inv = jnp.swapaxes(W, -1, -2) @ W
     m = mask.astype(L.dtype)
     G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - inv) * m[..., :, None] * m[..., None, :]
     G = jnp.where(ok[..., None, None], G, 0.0) * g[..., None, None]
