@@ -56,7 +56,9 @@ def _broadcast_x(x, P):
 
 
 # --- forward: values -----------------------------------------------------------------------------
-STATIONARY = (spec.CONST, spec.SE, spec.GE, spec.PER, spec.WN, spec.M12, spec.M32, spec.M52, spec.RQ)
+STATIONARY = (
+    spec.CONST, spec.SE, spec.GE, spec.PER, spec.WN, spec.M12, spec.M32, spec.M52, spec.RQ
+)
 
 
 def _toeplitz(f):
@@ -97,7 +99,8 @@ def _node_value(op, theta, t1, t2, buf, slot, grid=False):
     def atom(op_):
         if grid and op_ in STATIONARY:
             lags = t1 - t1[0]
-            return lambda: _toeplitz(leaves.VALUE[op_](theta, lags, jnp.zeros((1,), t1.dtype))[:, 0])
+            zero = jnp.zeros((1,), t1.dtype)
+            return lambda: _toeplitz(leaves.VALUE[op_](theta, lags, zero)[:, 0])
         return lambda: leaves.VALUE[op_](theta, t1, t2)
 
     def cp():

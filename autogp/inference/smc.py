@@ -21,11 +21,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autogp.evaluator import log_marginal_likelihood
+from autogp.evaluator import is_regular_grid, log_marginal_likelihood
 from autogp.inference import grammar as gr
 from autogp.inference import moves, refine, resampling
 
@@ -89,14 +90,16 @@ class SMCState(NamedTuple):
     log_evidence: Array  # [G] running estimate of log p(y_1:n)
 
 
-class Data(NamedTuple):
+class Data(eqx.Module):
     """Padded data of G series: ``x``, ``y`` ``[G, N]``; ``rank`` the order in which points are
-    added (a point is in round r's data when ``rank < count[r]``); ``length`` ``[G]``."""
+    added (a point is in round r's data when ``rank < count[r]``); ``length`` ``[G]``;
+    ``regular_grid`` (static) whether every row of ``x`` is evenly spaced, padding included."""
 
     x: Array
     y: Array
     rank: Array
     length: Array
+    regular_grid: bool = eqx.field(static=True, default=False)
 
 
 class SMCResult(NamedTuple):
@@ -159,7 +162,7 @@ def _likelihood_fn(data: Data, count: Array, P: int):
     m = jnp.repeat(mask, P, axis=0)
 
     def fn(ops, params, noise):
-        return log_marginal_likelihood(ops, params, noise, x, y, m)
+        return log_marginal_likelihood(ops, params, noise, x, y, m, regular_grid=data.regular_grid)
 
     return fn
 
@@ -324,11 +327,12 @@ def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int
     for g, (xg, yg) in enumerate(zip(xs, ys, strict=True)):
         n = len(xg)
         x[g, :n], y[g, :n] = xg, yg
-        if n < N:  # park padding beyond the data so it never creates duplicate inputs
-            x[g, n:] = xg[-1] + 1.0 + np.arange(N - n)
+        if n < N:  # padding continues the series' grid (it is masked out; no duplicate inputs)
+            step = (xg[-1] - xg[0]) / (n - 1) if n > 1 else 1.0
+            x[g, n:] = xg[-1] + step * (1 + np.arange(N - n))
         rank[g, :n] = rng.permutation(n) if rng is not None else np.arange(n)
     return Data(jnp.asarray(x), jnp.asarray(y), jnp.asarray(rank),
-                jnp.asarray([len(v) for v in xs], dtype=jnp.int32))
+                jnp.asarray([len(v) for v in xs], dtype=jnp.int32), is_regular_grid(x))
 
 
 def run_rounds(
