@@ -261,7 +261,7 @@ def _as_stamps(series: TimeSeries, ds: Any) -> tuple[np.ndarray, pd.Index]:
     return series.axis.us_to_numeric(us), pd.DatetimeIndex(us.astype("datetime64[us]"))
 
 
-def _progress(enabled: bool, total: int, description: str):
+def _progress(enabled: bool):
     """A rich progress bar on stderr, or a no-op."""
     if not enabled:
         return _NoProgress()
@@ -295,6 +295,9 @@ class _NoProgress:
         return 0
 
     def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def remove_task(self, *args: Any) -> None:
         return None
 
 
@@ -482,21 +485,33 @@ class AutoGP:
         panel = len(all_series) > 1
         show = self.progress if self.progress is not None else panel
         fits: dict[str, SeriesFit] = {}
-        with _progress(show, len(all_series), "fitting") as bar:
-            task = bar.add_task("fitting", total=len(all_series))
+        with _progress(show) as bar:
+            overall = bar.add_task("series", total=len(all_series)) if panel else None
             for series in all_series:
-                bar.update(task, description=f"fitting {series.unique_id}")
-                fits[series.unique_id] = self._fit_one(series, panel, run_smc)
-                bar.update(task, advance=1)
+                rounds = bar.add_task(f"{series.unique_id}: SMC rounds", total=None)
+
+                def callback(done: int, total: int, task: Any = rounds) -> None:
+                    bar.update(task, completed=done, total=total)
+
+                fits[series.unique_id] = self._fit_one(series, panel, run_smc, callback)
+                if panel:
+                    bar.remove_task(rounds)
+                    bar.update(overall, advance=1)
         self._fits = fits
         return self
 
-    def _fit_one(self, series: TimeSeries, panel: bool, run_smc: Callable[..., Any]) -> SeriesFit:
+    def _fit_one(
+        self,
+        series: TimeSeries,
+        panel: bool,
+        run_smc: Callable[..., Any],
+        callback: Callable[[int, int], None] | None = None,
+    ) -> SeriesFit:
         scaler = Scaler.fit(series.t, series.y, log=self.config.data.log_transform)
         x = scaler.forward_t(series.t)
         y = scaler.forward_y(series.y)
         key = _series_key(self.seed, series.unique_id, panel)
-        result = run_smc(x, y, self.config, key=key)
+        result = run_smc(x, y, self.config, key=key, callback=callback)
         return SeriesFit(
             series=series,
             scaler=scaler,

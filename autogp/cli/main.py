@@ -1,0 +1,357 @@
+"""The ``autogp`` command line.
+
+::
+
+    autogp fit data.csv --horizon 18 --output forecast.csv --plot forecast.png --save model.autogp
+    autogp forecast model.autogp --horizon 24
+    autogp explain model.autogp
+    autogp run configs/airline.toml
+    autogp --version
+
+Results (the forecast CSV when no ``--output`` is given, the explain table, experiment metrics)
+go to stdout; progress bars, notes and warnings go to stderr. Every file is written atomically
+(a temporary file in the same directory, then ``os.replace``), so an interrupted run never leaves
+a half-written output behind. Bad input (data, configuration, model files) ends with a one-line
+``error: ...`` message on stderr and exit code 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from autogp import __version__
+from autogp._x64 import x64
+from autogp.config import ConfigError, parse_overrides
+from autogp.data import DataError
+from autogp.forecast.atomic import atomic_write
+from autogp.forecast.mixture import PredictionError
+from autogp.forecast.saveload import ModelFileError
+
+app = typer.Typer(
+    name="autogp",
+    help=(
+        "Automatic Gaussian-process forecasting: discover the covariance structure of a time "
+        "series (SMC over kernel expressions) and forecast with it."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+USER_ERRORS = (DataError, ConfigError, ModelFileError, PredictionError)
+
+
+def _err() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _out() -> Console:
+    return Console(highlight=False)
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:  # noqa: ANN001
+    return f"warning: {message}\n"
+
+
+def cli_command(fn: F) -> F:
+    """Run a command in float64, with one-line warnings and clean user errors (exit code 2)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        old = warnings.formatwarning
+        warnings.formatwarning = _format_warning  # type: ignore[assignment]
+        try:
+            with x64():
+                return fn(*args, **kwargs)
+        except USER_ERRORS as exc:
+            message = str(exc).strip().replace("\n", " ")
+            _err().print(f"error: {message}", markup=False)
+            raise typer.Exit(code=2) from None
+        except FileNotFoundError as exc:
+            _err().print(f"error: {exc}", markup=False)
+            raise typer.Exit(code=2) from None
+        finally:
+            warnings.formatwarning = old
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"autogp {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Automatic Gaussian-process forecasting (autogp)."""
+
+
+# ---- output helpers --------------------------------------------------------------------------
+def write_csv(df: pd.DataFrame, path: str | Path | None) -> None:
+    """``df`` as CSV to ``path`` (atomically) or to stdout when ``path`` is None."""
+    if path is None:
+        typer.echo(df.to_csv(index=False), nl=False)
+        return
+    atomic_write(path, lambda fh: df.to_csv(fh, index=False))
+
+
+def _note(console: Console, text: str) -> None:
+    console.print(text, markup=False)
+
+
+def _explain_table(model: Any, top: int) -> Table:
+    table = Table(title="Posterior over kernel structures", show_lines=False)
+    panel = len(model.unique_ids) > 1
+    if panel:
+        table.add_column("series")
+    table.add_column("weight", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("reading")
+    table.add_column("expression (data units)")
+    kern = model.kernels()
+    for uid in model.unique_ids:
+        rows = kern[kern["unique_id"] == uid].head(top)
+        for _, r in rows.iterrows():
+            cells = [
+                f"{100 * r['weight']:.1f}%",
+                str(r["particles"]),
+                r["reading"],
+                r["expression"],
+            ]
+            table.add_row(*([str(uid)] if panel else []), *cells)
+    return table
+
+
+def _levels(level: list[float] | None, config_levels: tuple[float, ...]) -> list[float]:
+    return list(level) if level else list(config_levels)
+
+
+# ---- commands --------------------------------------------------------------------------------
+@app.command()
+@cli_command
+def fit(
+    data: Annotated[Path, typer.Argument(help="CSV file: ds,y (headerless 2 columns work).")],
+    horizon: Annotated[
+        int | None, typer.Option("--horizon", "-h", help="Steps to forecast.", min=0)
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Forecast CSV (default: stdout).")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Forecast plot (.png/.pdf/.svg).")] = None,
+    components: Annotated[
+        Path | None, typer.Option(help="Component plot from the decomposition.")
+    ] = None,
+    save: Annotated[Path | None, typer.Option(help="Save the fitted model (.autogp).")] = None,
+    level: Annotated[
+        list[float] | None,
+        typer.Option("--level", "-l", help="Interval level in percent (repeatable)."),
+    ] = None,
+    quantile: Annotated[
+        list[float] | None,
+        typer.Option("--quantile", "-q", help="Quantile in (0, 1) (repeatable)."),
+    ] = None,
+    particles: Annotated[int | None, typer.Option("--particles", "-p", min=1)] = None,
+    seed: Annotated[int | None, typer.Option(min=0)] = None,
+    time_col: Annotated[str | None, typer.Option(help="Time column (default ds).")] = None,
+    target_col: Annotated[str | None, typer.Option(help="Value column (default y).")] = None,
+    id_col: Annotated[str | None, typer.Option(help="Series-id column of a panel.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config.")] = None,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Missing values are errors, not dropped.")
+    ] = False,
+    aggregate: Annotated[
+        str | None, typer.Option(help="Combine duplicate stamps: mean, sum, last, first, median.")
+    ] = None,
+    log_transform: Annotated[
+        bool | None, typer.Option("--log/--no-log", help="Fit log(y).", show_default=False)
+    ] = None,
+    latent: Annotated[
+        bool, typer.Option("--latent", help="Intervals for the latent function, not new data.")
+    ] = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Config override key=value, e.g. smc.num_rounds=5."),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Print the structure table to stderr.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or notes.")] = False,
+) -> None:
+    """Fit a model to a series (or a panel with --id-col) and forecast it."""
+    from autogp.forecast.model import AutoGP
+
+    err = _err()
+    overrides = parse_overrides(set_ or [])
+    if strict:
+        overrides["data.strict"] = True
+    if aggregate is not None:
+        overrides["data.aggregate"] = aggregate
+    if horizon is not None:
+        overrides["forecast.horizon"] = horizon
+    model = AutoGP(
+        config,
+        seed=seed,
+        particles=particles,
+        log_transform=log_transform,
+        overrides=overrides,
+        progress=not quiet,
+    )
+    started = time.perf_counter()
+    model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col)
+    if not quiet:
+        n = sum(model.series(u).n for u in model.unique_ids)
+        _note(
+            err,
+            f"fitted {len(model.unique_ids)} series ({n} observations, "
+            f"{model.config.smc.num_particles} particles) in {time.perf_counter() - started:.1f} s",
+        )
+    levels = _levels(level, model.config.forecast.levels) if not quantile or level else []
+    forecast = model.predict(
+        model.config.forecast.horizon,
+        level=levels,
+        quantiles=quantile or None,
+        include_noise=False if latent else None,
+    )
+    if explain:
+        err.print(_explain_table(model, top=5))
+    if save is not None:
+        model.save(save)
+    if plot is not None:
+        from autogp import plots
+
+        plots.save_figure(plots.plot_forecast(model, forecast), plot)
+    if components is not None:
+        from autogp import plots
+
+        plots.save_figure(plots.plot_components(model.decompose()), components)
+    write_csv(forecast, output)
+    if not quiet:
+        written = [str(p) for p in (output, plot, components, save) if p is not None]
+        if written:
+            _note(err, "wrote " + ", ".join(written))
+
+
+@app.command()
+@cli_command
+def forecast(
+    model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A saved .autogp model.")],
+    horizon: Annotated[
+        int | None, typer.Option("--horizon", "-h", help="Steps to forecast.", min=0)
+    ] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Forecast CSV (default: stdout).")
+    ] = None,
+    plot: Annotated[Path | None, typer.Option(help="Forecast plot (.png/.pdf/.svg).")] = None,
+    level: Annotated[
+        list[float] | None,
+        typer.Option("--level", "-l", help="Interval level in percent (repeatable)."),
+    ] = None,
+    quantile: Annotated[
+        list[float] | None,
+        typer.Option("--quantile", "-q", help="Quantile in (0, 1) (repeatable)."),
+    ] = None,
+    latent: Annotated[
+        bool, typer.Option("--latent", help="Intervals for the latent function, not new data.")
+    ] = False,
+) -> None:
+    """Forecast with a saved model."""
+    from autogp.forecast.model import load
+
+    model = load(model_path)
+    levels = _levels(level, model.config.forecast.levels) if not quantile or level else []
+    fc = model.predict(
+        horizon,
+        level=levels,
+        quantiles=quantile or None,
+        include_noise=False if latent else None,
+    )
+    if plot is not None:
+        from autogp import plots
+
+        plots.save_figure(plots.plot_forecast(model, fc), plot)
+    write_csv(fc, output)
+
+
+@app.command()
+@cli_command
+def explain(
+    model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A saved .autogp model.")],
+    top: Annotated[int, typer.Option(help="Structures shown per series.", min=1)] = 5,
+    plot: Annotated[Path | None, typer.Option(help="Bar chart of the structure posterior.")] = None,
+    csv: Annotated[Path | None, typer.Option(help="Write the full structure table as CSV.")] = None,
+) -> None:
+    """Show the posterior over kernel structures with a plain-English reading."""
+    from autogp.forecast.model import load
+
+    model = load(model_path)
+    out = _out()
+    for uid in model.unique_ids:
+        fit = model.fits[uid]
+        s = fit.series
+        _note(out, f"{uid}: {s.n} observations, {s.axis.describe()}")
+    out.print(_explain_table(model, top))
+    if plot is not None:
+        from autogp import plots
+
+        plots.save_figure(plots.plot_structures(model.kernels()), plot)
+    if csv is not None:
+        write_csv(model.kernels(), csv)
+
+
+@app.command()
+@cli_command
+def run(
+    config_path: Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment TOML file.")],
+    limit: Annotated[
+        int | None, typer.Option(help="Only the first N series of a panel.", min=1)
+    ] = None,
+    holdout: Annotated[
+        int | None,
+        typer.Option(help="Hold out the last N points of each series (no split column).", min=1),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Config override key=value, e.g. smc.num_particles=8."),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or notes.")] = False,
+) -> None:
+    """Run an experiment described by a config file: data, model, horizon, outputs, metrics."""
+    from autogp.cli.run import run_experiment
+
+    run_experiment(
+        config_path,
+        overrides=parse_overrides(set_ or []),
+        limit=limit,
+        holdout=holdout,
+        quiet=quiet,
+        out=_out(),
+        err=_err(),
+    )
+
+
+def entry() -> None:  # pragma: no cover - console-script shim
+    app(prog_name="autogp")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,168 @@
+"""Plots of fitted models (matplotlib, no pyplot state).
+
+Figures are built as ``matplotlib.figure.Figure`` objects with the Agg canvas, so nothing here
+depends on (or changes) the user's interactive backend; they display in notebooks and are written
+with :func:`save_figure` (atomically)::
+
+    from autogp import plots
+    fig = plots.plot_forecast(model, model.predict(18))
+    plots.save_figure(fig, "forecast.png")
+    plots.plot_components(model.decompose())
+    plots.plot_structures(model.kernels())
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from autogp.forecast.atomic import atomic_path
+from autogp.forecast.explain import COMPONENTS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from autogp.forecast.model import AutoGP
+
+_MODEL = "AutoGP"
+_COLOR = "C0"
+_MAX_PANELS = 6
+
+
+def _figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _levels_in(forecast: pd.DataFrame, model: str = _MODEL) -> list[str]:
+    """Interval levels present as ``<model>-lo-<level>`` / ``-hi-`` pairs, widest first."""
+    found = []
+    for col in forecast.columns:
+        m = re.fullmatch(rf"{re.escape(model)}-lo-(.+)", str(col))
+        if m and f"{model}-hi-{m.group(1)}" in forecast.columns:
+            found.append(m.group(1))
+    return sorted(found, key=float, reverse=True)
+
+
+def _forecast_panel(
+    ax: Axes, model: AutoGP, forecast: pd.DataFrame, unique_id: str, history: int | None
+) -> None:
+    series = model.series(unique_id)
+    ds, y = series.ds, series.y
+    if history is not None and history < len(y):
+        ds, y = ds[-history:], y[-history:]
+    ax.plot(ds, y, ".", color="black", markersize=3, label="observed")
+    fc = forecast
+    if "unique_id" in forecast.columns:
+        fc = forecast[forecast["unique_id"].astype(str) == str(unique_id)]
+    levels = _levels_in(fc)
+    alphas = np.linspace(0.15, 0.35, max(len(levels), 1))
+    for a, lv in zip(alphas, levels, strict=False):
+        ax.fill_between(
+            fc["ds"],
+            fc[f"{_MODEL}-lo-{lv}"],
+            fc[f"{_MODEL}-hi-{lv}"],
+            color=_COLOR,
+            alpha=float(a),
+            linewidth=0,
+            label=f"{lv}% interval",
+        )
+    if _MODEL in fc.columns:
+        ax.plot(fc["ds"], fc[_MODEL], color=_COLOR, linewidth=1.5, label="forecast mean")
+    ax.set_title(str(unique_id), fontsize=10)
+    ax.grid(alpha=0.3)
+
+
+def plot_forecast(
+    model: AutoGP,
+    forecast: pd.DataFrame,
+    *,
+    unique_id: str | None = None,
+    history: int | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Observed points, the forecast mean and one shaded band per interval level.
+
+    For a panel without ``unique_id`` the first six series get a panel each. ``history``
+    limits the observed points shown to the last ``history``.
+    """
+    ids = [unique_id] if unique_id is not None else model.unique_ids[:_MAX_PANELS]
+    n = len(ids)
+    cols = 1 if n == 1 else 2
+    rows = math.ceil(n / cols)
+    fig = _figure(9 if cols == 1 else 11, 4 if rows == 1 else 3 * rows)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    for ax, uid in zip(axes.flat, ids, strict=False):
+        _forecast_panel(ax, model, forecast, uid, history)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    axes.flat[0].legend(loc="upper left", fontsize=8)
+    if title is not None:
+        fig.suptitle(title)
+    elif n == 1:
+        axes.flat[0].set_title(f"{ids[0]}: {_MODEL} forecast", fontsize=11)
+    return fig
+
+
+def plot_components(decomposition: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """One panel for the data and the fitted mean, then one per non-zero component
+    (from ``AutoGP.decompose()``, one series)."""
+    df = decomposition
+    if "unique_id" in df.columns and df["unique_id"].nunique() > 1:
+        first = df["unique_id"].iloc[0]
+        df = df[df["unique_id"] == first]
+    present = [c for c in COMPONENTS if c in df.columns and np.any(np.abs(df[c]) > 0)]
+    fig = _figure(9, 2.2 * (1 + len(present)))
+    axes = fig.subplots(1 + len(present), 1, sharex=True, squeeze=False)[:, 0]
+    ax = axes[0]
+    ax.plot(df["ds"], df["y"], ".", color="black", markersize=3, label="observed")
+    ax.plot(df["ds"], df["fitted"], color=_COLOR, label="posterior mean")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_ylabel("log y" if df.attrs.get("units") == "log" else "y")
+    for ax, name in zip(axes[1:], present, strict=True):
+        ax.plot(df["ds"], df[name], color=_COLOR)
+        ax.set_ylabel(name)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    uid = df["unique_id"].iloc[0] if "unique_id" in df.columns and len(df) else ""
+    fig.suptitle(title or f"{uid}: components (posterior means)")
+    return fig
+
+
+def plot_structures(kernels: pd.DataFrame, *, top: int = 10, title: str | None = None) -> Figure:
+    """Horizontal bars of the posterior weight of the ``top`` structures (from
+    ``AutoGP.kernels()``, one series)."""
+    df = kernels
+    if "unique_id" in df.columns and df["unique_id"].nunique() > 1:
+        df = df[df["unique_id"] == df["unique_id"].iloc[0]]
+    df = df.sort_values("weight", ascending=False).head(top).iloc[::-1]
+    fig = _figure(9, 1 + 0.45 * max(len(df), 1))
+    ax = fig.subplots()
+    ax.barh(np.arange(len(df)), df["weight"], color=_COLOR)
+    ax.set_yticks(np.arange(len(df)), labels=list(df["structure"]), fontsize=8)
+    ax.set_xlabel("posterior weight")
+    ax.set_xlim(0, 1)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title or "posterior over kernel structures")
+    return fig
+
+
+def save_figure(fig: Figure, path: str | Path, **kwargs: Any) -> Path:
+    """Write ``fig`` to ``path`` atomically; the format follows the suffix (png, pdf, svg)."""
+    target = Path(path)
+    fmt = target.suffix.lstrip(".").lower() or "png"
+    kwargs.setdefault("dpi", 120)
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format=fmt, **kwargs)
+    return target
+
+
+__all__ = ["plot_components", "plot_forecast", "plot_structures", "save_figure"]
