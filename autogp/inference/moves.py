@@ -119,14 +119,22 @@ def _path_masks(num_slots: int, a: Array, b: Array) -> tuple[Array, Array]:
     return on_path, off_path
 
 
+def _strictly_below(ops: Array, a: Array, b: Array) -> Array:
+    """Whether slot b holds a node strictly inside the subtree rooted at slot a."""
+    subtree = jnp.asarray(gr.heap_tables(gr.max_depth_of(ops.shape[-1])).subtree)
+    return subtree[a, b] & (a != b) & (ops[b] != spec.EMPTY)
+
+
 def log_detach_choices(ops: Array, a: Array, b: Array) -> Array:
     """log q_detach(a, b | T) for the bigger tree T (``ops`` [S]):
 
     1/2 (choose detach, |T| > 1) * 1/#operators(T) (a) * 1/(|subtree_a| - 1) (b below a).
     """
-    num_operators = jnp.sum(jnp.asarray(gr.IS_OPERATOR)[ops])
+    is_operator = jnp.asarray(gr.IS_OPERATOR)[ops]
     below_a = gr.subtree_size(ops, a) - 1
-    return LOG_HALF - jnp.log(num_operators.astype(float)) - jnp.log(below_a.astype(float))
+    log_q = LOG_HALF - jnp.log(jnp.sum(is_operator).astype(float)) - jnp.log(below_a.astype(float))
+    valid = is_operator[a] & _strictly_below(ops, a, b)
+    return jnp.where(valid, log_q, -jnp.inf)
 
 
 def log_attach_choices(grammar: gr.Grammar, ops: Array, params: Array, a: Array, b: Array) -> Array:
@@ -166,7 +174,7 @@ def log_attach_choices(grammar: gr.Grammar, ops: Array, params: Array, a: Array,
     small_size = gr.node_count(ops) - gr.subtree_size(ops, a) + gr.subtree_size(ops, b)
     log_type = jnp.where(small_size > 1, LOG_HALF, 0.0)
     log_q = log_type - jnp.log(small_size.astype(float)) + log_path + log_aux
-    valid = (length >= 1) & (length <= max_length) & jnp.all(present | ~on_path)
+    valid = _strictly_below(ops, a, b) & (length <= max_length) & jnp.all(present | ~on_path)
     return jnp.where(valid, log_q, -jnp.inf)
 
 
