@@ -20,6 +20,7 @@ import numpy as np
 from jax.scipy.special import logsumexp, ndtr
 
 from autogp._x64 import with_x64
+from autogp.forecast import _shapes
 
 # Bisection iterations: the bracket starts at most ~100 standard deviations wide; 200 halvings
 # shrink any float64 bracket to adjacent floats, so the answer is as exact as the CDF itself.
@@ -87,9 +88,8 @@ def make_mixture(
             f"{means.shape}, {variances.shape}"
         )
     finite = np.all(np.isfinite(means), axis=1) & np.all(np.isfinite(variances), axis=1)
-    alive = np.isfinite(lw) | (lw == np.inf)
-    lw_clean = np.where(np.isnan(lw), -np.inf, lw)
-    keep = finite & alive & (lw_clean > -np.inf)
+    lw_clean = np.where(np.isnan(lw) | (lw == np.inf), -np.inf, lw)
+    keep = finite & (lw_clean > -np.inf)
     bad_weighted = ~finite & (lw_clean > -np.inf)
     if not np.any(keep):
         n = lw.size
@@ -98,8 +98,7 @@ def make_mixture(
             f"(the fitted covariance matrices could not be factorised; try more data, a "
             f"log transform or a different seed)"
         )
-    top = np.max(lw_clean[keep])
-    w_all = np.exp(lw_clean - top) if np.isfinite(top) else np.where(lw_clean == top, 1.0, 0.0)
+    w_all = np.exp(lw_clean - np.max(lw_clean[keep]))
     if np.any(bad_weighted):
         finite_top = np.max(lw_clean[lw_clean > -np.inf])
         lost = np.exp(lw_clean[bad_weighted] - finite_top).sum()
@@ -122,8 +121,9 @@ def _quantiles_jit(log_w, means, sds, probs):
     w = jnp.exp(log_w)
     pos = sds > 0
     safe_sd = jnp.where(pos, sds, 1.0)
-    lo = jnp.min(means - _BRACKET_SDS * sds, axis=0)
-    hi = jnp.max(means + _BRACKET_SDS * sds, axis=0)
+    live = (w > 0)[:, None]
+    lo = jnp.min(jnp.where(live, means - _BRACKET_SDS * sds, jnp.inf), axis=0)
+    hi = jnp.max(jnp.where(live, means + _BRACKET_SDS * sds, -jnp.inf), axis=0)
     width = jnp.maximum(hi - lo, 1e-300)
     lo, hi = lo - 1e-9 * width, hi + 1e-9 * width
     K = probs.shape[0]
@@ -157,16 +157,33 @@ def mixture_quantiles(weights, means, sds, probs) -> np.ndarray:
     probs = np.atleast_1d(np.asarray(probs, dtype=np.float64))
     if np.any((probs <= 0) | (probs >= 1)):
         raise ValueError(f"probabilities must be in (0, 1), got {probs.tolist()}")
+    means = np.asarray(means, dtype=np.float64)
+    sds = np.asarray(sds, dtype=np.float64)
+    K, M = probs.size, means.shape[1]
+    log_w, means, sds = _padded(weights, means, sds)
+    out = _quantiles_jit(
+        jnp.asarray(log_w),
+        jnp.asarray(means),
+        jnp.asarray(sds),
+        jnp.asarray(_shapes.pad_repeat(probs, _shapes.bucket(K, minimum=8))),
+    )
+    return np.asarray(out)[:K, :M]
+
+
+def _padded(weights: np.ndarray, means: np.ndarray, sds: np.ndarray):
+    """Log weights, means and sds padded to bucket sizes (zero-weight particles, repeated
+    points), so that the compiled kernels are reused across sizes."""
+    P, M = means.shape
     w = weights / weights.sum()
     with np.errstate(divide="ignore"):
         log_w = np.log(w)
-    out = _quantiles_jit(
-        jnp.asarray(log_w),
-        jnp.asarray(means, dtype=jnp.float64),
-        jnp.asarray(sds, dtype=jnp.float64),
-        jnp.asarray(probs),
-    )
-    return np.asarray(out)
+    p_size, m_size = _shapes.bucket(P, minimum=8), _shapes.bucket(M)
+    log_w = np.concatenate([log_w, np.full(p_size - P, -np.inf)])
+    means = _shapes.pad_repeat(means, m_size, axis=1)
+    sds = _shapes.pad_repeat(sds, m_size, axis=1)
+    means = np.concatenate([means, np.zeros((p_size - P, m_size))])
+    sds = np.concatenate([sds, np.ones((p_size - P, m_size))])
+    return log_w, means, sds
 
 
 @jax.jit
@@ -181,15 +198,12 @@ def _logpdf_jit(log_w, means, sds, y):
 def mixture_logpdf(weights, means, sds, y) -> np.ndarray:
     """log sum_p w_p N(y | means[p], sds[p]^2) at each of M points: ``[M]``."""
     weights = np.asarray(weights, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        log_w = np.log(weights / weights.sum())
-    out = _logpdf_jit(
-        jnp.asarray(log_w),
-        jnp.asarray(means, dtype=jnp.float64),
-        jnp.asarray(sds, dtype=jnp.float64),
-        jnp.asarray(y, dtype=jnp.float64),
-    )
-    return np.asarray(out)
+    means = np.asarray(means, dtype=np.float64)
+    M = means.shape[1]
+    log_w, means, sds = _padded(weights, means, np.asarray(sds, dtype=np.float64))
+    y = _shapes.pad_repeat(np.asarray(y, dtype=np.float64), means.shape[1])
+    out = _logpdf_jit(jnp.asarray(log_w), jnp.asarray(means), jnp.asarray(sds), jnp.asarray(y))
+    return np.asarray(out)[:M]
 
 
 def mixture_joint_logpdf(log_weights, means, covs, y) -> float:

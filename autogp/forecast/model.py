@@ -35,6 +35,7 @@ from autogp.data import DataError, Scaler, TimeSeries, from_arrays, from_frame, 
 from autogp.data.errors import AutoGPDataWarning
 from autogp.data.timeaxis import to_microseconds
 from autogp.evaluator import gram, posterior_predictive, robust_cholesky
+from autogp.forecast import _shapes
 from autogp.forecast import explain as _explain
 from autogp.forecast.mixture import Mixture, make_mixture, mixture_joint_logpdf
 from autogp.kernels import Kernel, pack, structure, to_text, unpack
@@ -43,32 +44,25 @@ MODEL_NAME = "AutoGP"
 
 
 # ---- compiled pieces -------------------------------------------------------------------------
-@functools.partial(jax.jit, static_argnames=("observation_noise", "full_cov"))
-def _predictive(ops, params, noise, x, y, x_new, observation_noise, full_cov):
-    mask = jnp.ones(x.shape, dtype=bool)
+# Shapes are padded to buckets (``_shapes``): training points with a mask, prediction points by
+# repetition, so that a handful of compilations serve every horizon and data size.
+@functools.partial(jax.jit, static_argnames=("full_cov",))
+def _predictive(ops, params, noise, x, y, mask, x_new, full_cov):
     return posterior_predictive(
-        ops,
-        params,
-        noise,
-        x,
-        y,
-        mask,
-        x_new,
-        observation_noise=observation_noise,
-        full_cov=full_cov,
+        ops, params, noise, x, y, mask, x_new, observation_noise=False, full_cov=full_cov
     )
 
 
 @jax.jit
-def _alpha(ops, params, noise, x, y):
+def _alpha(ops, params, noise, x, y, mask):
     """(K + noise I)^-1 y per particle ``[P, N]`` and whether the factorisation worked."""
     P = ops.shape[0]
     K = gram(ops, params, x)
-    mask = jnp.ones((P, x.shape[0]), dtype=bool)
+    mask = jnp.broadcast_to(mask, (P, x.shape[0]))
     L, ok = robust_cholesky(K, jnp.exp(noise), mask)
-    yb = jnp.broadcast_to(y, (P, y.shape[0]))
-    alpha = cho_solve((L, True), yb[..., None])[..., 0]
-    return alpha, ok
+    ym = jnp.where(mask, jnp.broadcast_to(y, (P, y.shape[0])), 0.0)
+    alpha = cho_solve((L, True), ym[..., None])[..., 0]
+    return jnp.where(mask, alpha, 0.0), ok
 
 
 @jax.jit
@@ -110,6 +104,14 @@ class SeriesFit:
     def y(self) -> np.ndarray:
         return self.scaler.forward_y(self.series.y)
 
+    def padded_training(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Normalised training ``x``, ``y`` padded to a bucket size, and the mask of real points."""
+        n = self.series.n
+        size = _shapes.bucket(n)
+        x = _shapes.pad_grid(self.x, size)
+        y = np.concatenate([self.y, np.zeros(size - n)])
+        return x, y, np.arange(size) < n
+
     @property
     def max_depth(self) -> int:
         return int(round(math.log2(self.ops.shape[1] + 1))) - 1
@@ -147,23 +149,45 @@ class SeriesFit:
         """Per-particle predictive means and variances ``[P, M]`` in normalised units."""
         return self._predictive(t_new, include_noise, full_cov=False)
 
+    def padded_particles(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``ops``, ``params``, ``noise`` padded to a bucket size by repeating the last particle
+        (results for the padding are sliced off)."""
+        size = _shapes.bucket(self.ops.shape[0], minimum=8)
+        return (
+            _shapes.pad_repeat(self.ops, size, axis=0),
+            _shapes.pad_repeat(self.params, size, axis=0),
+            _shapes.pad_repeat(self.noise, size, axis=0),
+        )
+
     def _predictive(
         self, t_new: np.ndarray, include_noise: bool, full_cov: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        M = len(t_new)
-        x_new = _pad(self.scaler.forward_t(t_new), _bucket(M))
-        mean, cov = _predictive(
-            jnp.asarray(self.ops),
-            jnp.asarray(self.params),
-            jnp.asarray(self.noise),
-            jnp.asarray(self.x),
-            jnp.asarray(self.y),
-            jnp.asarray(x_new),
-            observation_noise=bool(include_noise),
-            full_cov=full_cov,
-        )
-        mean, cov = np.asarray(mean)[:, :M], np.asarray(cov)
-        cov = cov[:, :M, :M] if full_cov else cov[:, :M]
+        P, M = self.ops.shape[0], len(t_new)
+        ops, params, noise = (jnp.asarray(a) for a in self.padded_particles())
+        x, y, mask = (jnp.asarray(a) for a in self.padded_training())
+        x_all = self.scaler.forward_t(np.asarray(t_new, dtype=np.float64))
+        parts = _shapes.chunks(M) if not full_cov else [slice(0, M)]
+        means, covs = [], []
+        for part in parts:
+            m = part.stop - part.start
+            size = _shapes.bucket_points(m) if not full_cov else _shapes.bucket(m)
+            x_new = _shapes.pad_repeat(x_all[part], size)
+            mean, cov = _predictive(
+                ops, params, noise, x, y, mask, jnp.asarray(x_new), full_cov=full_cov
+            )
+            means.append(np.asarray(mean)[:P, :m])
+            covs.append(np.asarray(cov)[:P, :m, :m] if full_cov else np.asarray(cov)[:P, :m])
+        if not parts:
+            mean, cov = np.zeros((P, 0)), np.zeros((P, 0, 0) if full_cov else (P, 0))
+        else:
+            mean = np.concatenate(means, axis=1)
+            cov = covs[0] if full_cov else np.concatenate(covs, axis=1)
+        if include_noise:
+            noise_var = np.exp(np.asarray(self.noise, dtype=np.float64))
+            if full_cov:
+                cov = cov + noise_var[:, None, None] * np.eye(M)
+            else:
+                cov = cov + noise_var[:, None]
         return mean, cov
 
     def mixture(self, t_new: np.ndarray, include_noise: bool) -> Mixture:
@@ -225,18 +249,6 @@ def _check_quantiles(quantiles: Iterable[float]) -> list[float]:
             raise ValueError(f"quantiles must be in (0, 1), got {q:g}")
         out.append(q)
     return sorted(set(out))
-
-
-def _bucket(m: int) -> int:
-    """Padded length for ``m`` prediction points: few distinct shapes, few compilations."""
-    return max(16, 1 << max(0, int(m) - 1).bit_length())
-
-
-def _pad(x: np.ndarray, size: int) -> np.ndarray:
-    """``x`` padded to ``size`` by repeating its last value (or zeros when empty)."""
-    x = np.asarray(x, dtype=np.float64)
-    fill = x[-1] if x.size else 0.0
-    return np.concatenate([x, np.full(size - x.size, fill)])
 
 
 def _series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
@@ -943,28 +955,18 @@ class AutoGP:
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
     def _decompose_one(self, fit: SeriesFit, t_new: np.ndarray, ds_new: pd.Index) -> pd.DataFrame:
-        x, y = fit.x, fit.y
-        alpha, ok = _alpha(
-            jnp.asarray(fit.ops),
-            jnp.asarray(fit.params),
-            jnp.asarray(fit.noise),
-            jnp.asarray(x),
-            jnp.asarray(y),
-        )
-        alpha, ok = np.asarray(alpha), np.asarray(ok)
-        lw = np.where(ok & np.all(np.isfinite(alpha), axis=1), fit.log_weights, -np.inf)
-        # Reuse the mixture's checks (warning/error on unusable particles).
-        mix = make_mixture(
-            lw,
-            np.zeros((lw.size, 1)),
-            np.zeros((lw.size, 1)),
-            what=f"particles of {fit.unique_id!r}",
-        )
-        w = np.zeros(lw.size)
+        P = fit.ops.shape[0]
+        x, y, mask = (jnp.asarray(a) for a in fit.padded_training())
+        alpha, ok = _alpha(*(jnp.asarray(a) for a in fit.padded_particles()), x, y, mask)
+        alpha, ok = np.asarray(alpha)[:P], np.asarray(ok)[:P]
+        usable = ok & np.all(np.isfinite(alpha), axis=1)
+        # The mixture's checks: warn about (or fail on) particles that cannot be used.
+        flags = np.where(usable, 0.0, np.nan)[:, None]
+        mix = make_mixture(fit.log_weights, flags, flags, what=f"particles of {fit.unique_id!r}")
+        w = np.zeros(P)
         w[mix.keep] = mix.weights
-        exprs = fit.expressions()
         terms, owners, kinds = [], [], []
-        for p, e in enumerate(exprs):
+        for p, e in enumerate(fit.expressions()):
             if not mix.keep[p]:
                 continue
             for term in _explain.additive_terms(e):
@@ -972,21 +974,26 @@ class AutoGP:
                 owners.append(p)
                 kinds.append(_explain.classify_term(term))
         M = len(t_new)
-        x_new = _pad(fit.scaler.forward_t(t_new), _bucket(M))
-        comps = {k: np.zeros(len(t_new)) for k in _explain.COMPONENTS}
-        if terms and len(t_new):
+        x_all = fit.scaler.forward_t(np.asarray(t_new, dtype=np.float64))
+        comps = {k: np.zeros(M) for k in _explain.COMPONENTS}
+        if terms and M:
+            T = len(terms)
             t_ops, t_params = pack(terms, max_depth=fit.max_depth)
-            means = np.asarray(
-                _cross_means(
-                    jnp.asarray(t_ops),
-                    jnp.asarray(t_params),
-                    jnp.asarray(x_new),
-                    jnp.asarray(x),
-                    jnp.asarray(alpha[np.asarray(owners)]),
+            size = _shapes.bucket(T, minimum=8)
+            term_alpha = _shapes.pad_repeat(alpha[np.asarray(owners)], size, axis=0).copy()
+            term_alpha[T:] = 0.0  # padding terms contribute nothing
+            t_ops = jnp.asarray(_shapes.pad_repeat(t_ops, size, axis=0))
+            t_params = jnp.asarray(_shapes.pad_repeat(t_params, size, axis=0))
+            means = np.zeros((T, M))
+            for part in _shapes.chunks(M):
+                m = part.stop - part.start
+                x_new = _shapes.pad_repeat(x_all[part], _shapes.bucket_points(m))
+                chunk = _cross_means(
+                    t_ops, t_params, jnp.asarray(x_new), x, jnp.asarray(term_alpha)
                 )
-            )
-            for m, p, kind in zip(means[:, :M], owners, kinds, strict=True):
-                comps[kind] += w[p] * m
+                means[:, part] = np.asarray(chunk)[:T, :m]
+            for m_t, p, kind in zip(means, owners, kinds, strict=True):
+                comps[kind] += w[p] * m_t
         s = fit.scaler
         df = pd.DataFrame({"unique_id": fit.unique_id, "ds": ds_new}, index=range(len(t_new)))
         observed = pd.Series(fit.series.y, index=fit.series.t)

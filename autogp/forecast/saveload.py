@@ -48,6 +48,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -208,7 +209,7 @@ def model_from_bytes(content: bytes, source: str = "<bytes>") -> AutoGP:
             arrays = {k: np.asarray(npz[k]) for k in npz.files}
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, OSError) as exc:
         raise _bad(source, f"damaged archive: {exc}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _bad(source, f"unreadable model.json: {exc}") from None
