@@ -116,7 +116,7 @@ def write_csv(df: pd.DataFrame, path: str | Path | None) -> None:
 
 
 def _note(console: Console, text: str) -> None:
-    console.print(text, markup=False)
+    console.print(text, markup=False, soft_wrap=True)
 
 
 def _explain_table(model: Any, top: int) -> Table:
@@ -126,20 +126,34 @@ def _explain_table(model: Any, top: int) -> Table:
         table.add_column("series")
     table.add_column("weight", justify="right")
     table.add_column("n", justify="right")
-    table.add_column("reading")
-    table.add_column("expression (data units)")
+    table.add_column("structure")
+    table.add_column("reading (data units)")
     kern = model.kernels()
     for uid in model.unique_ids:
         rows = kern[kern["unique_id"] == uid].head(top)
         for _, r in rows.iterrows():
-            cells = [
-                f"{100 * r['weight']:.1f}%",
-                str(r["particles"]),
-                r["reading"],
-                r["expression"],
-            ]
+            cells = [f"{100 * r['weight']:.1f}%", str(r["particles"]), r["structure"], r["reading"]]
             table.add_row(*([str(uid)] if panel else []), *cells)
     return table
+
+
+def _print_explanation(console: Console, model: Any, top: int) -> None:
+    """The structure table, then the leading expressions with their parameters in full."""
+    console.print(_explain_table(model, top))
+    kern = model.kernels()
+    console.print("Highest-weight expression of each structure (parameters in data units):")
+    for uid in model.unique_ids:
+        rows = kern[kern["unique_id"] == uid].head(top)
+        fit = model.fits[uid]
+        unit = " (log units)" if fit.scaler.log else ""
+        for _, r in rows.iterrows():
+            prefix = f"{uid}: " if len(model.unique_ids) > 1 else ""
+            console.print(
+                f"  {prefix}{100 * r['weight']:5.1f}%  {r['expression']}  "
+                f"noise sd {r['noise_sd']:.4g}{unit}",
+                markup=False,
+                soft_wrap=True,
+            )
 
 
 def _levels(level: list[float] | None, config_levels: tuple[float, ...]) -> list[float]:
@@ -233,7 +247,7 @@ def fit(
         include_noise=False if latent else None,
     )
     if explain:
-        err.print(_explain_table(model, top=5))
+        _print_explanation(err, model, top=5)
     if save is not None:
         model.save(save)
     if plot is not None:
@@ -309,7 +323,7 @@ def explain(
         fit = model.fits[uid]
         s = fit.series
         _note(out, f"{uid}: {s.n} observations, {s.axis.describe()}")
-    out.print(_explain_table(model, top))
+    _print_explanation(out, model, top)
     if plot is not None:
         from autogp import plots
 
