@@ -274,16 +274,13 @@ def propose_detach_attach(
     detach = (gr.node_count(ops) > 1) & (jax.random.uniform(key_type) < 0.5)
     detached = sample_detach(ops, params, key=key_detach)
     attached = sample_attach(grammar, ops, params, key=key_attach)
-    attached_ops, attached_params = attached.ops, attached.params
-    detached_ops, detached_params = detached.ops, detached.params
-    a_detach, b_detach, a_attach, b_attach = detached.a, detached.b, attached.a, attached.b
 
     def pick(if_detach, if_attach):
         return jnp.where(detach, if_detach, if_attach)
 
-    big_ops, big_params = pick(ops, attached_ops), pick(params, attached_params)
-    small_ops, small_params = pick(detached_ops, ops), pick(detached_params, params)
-    a, b = pick(a_detach, a_attach), pick(b_detach, b_attach)
+    big_ops, big_params = pick(ops, attached.ops), pick(params, attached.params)
+    small_ops, small_params = pick(detached.ops, ops), pick(detached.params, params)
+    a, b = pick(detached.a, attached.a), pick(detached.b, attached.b)
 
     log_big = gr.log_prior_structure(grammar, big_ops) + gr.log_prior_params(
         grammar, big_ops, big_params
@@ -395,8 +392,10 @@ def structure_move(
     ``replace_prob`` and detach-attach otherwise.
 
     The choice does not depend on the state and each component is its own involution, so the
-    mixture weights cancel and each particle's acceptance ratio is that of its component. The
-    likelihood is evaluated once for all P proposals. Returns ``(new_state, accepted [P])``.
+    mixture weights cancel and each particle's acceptance ratio is that of its component. Both
+    proposals are built for every particle (fixed shapes; cheap next to the likelihood) and
+    one is selected per particle, so the likelihood is evaluated once for all P proposals.
+    Returns ``(new_state, accepted [P])``.
     """
     if not 0.0 <= replace_prob <= 1.0:
         raise ValueError("replace_prob must be in [0, 1]")
