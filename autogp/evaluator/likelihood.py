@@ -23,7 +23,7 @@ from jax.scipy.linalg import solve_triangular
 
 # Relative jitter ladder (times the mean of the diagonal): the first rung is always applied.
 BASE_JITTER = 1e-10
-MAX_JITTER_RUNGS = 6  # 1e-10 ... 1e-5
+MAX_JITTER_RUNGS = 6  # retries after the first try: 1e-9 ... 1e-4
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
