@@ -63,8 +63,13 @@ STATIONARY = (
 
 def _toeplitz(f):
     """``K[i, j] = f[|i - j|]``: a stationary kernel's matrix on a regular grid from its N lags."""
+    # Row i is the window g[n-1-i : 2n-1-i] of g = (f reversed, f[1:]); windows are read by
+    # laying copies of g end to end and re-slicing with a stride of 2n - 1 (a copy, no gather:
+    # XLA's CPU gather is about twice as slow).
     n = f.shape[0]
-    return f[jnp.abs(jnp.arange(n)[:, None] - jnp.arange(n)[None, :])]
+    g = jnp.concatenate([f[::-1], f[1:], jnp.zeros((1,), f.dtype)])
+    flat = jnp.broadcast_to(g, (n, 2 * n)).reshape(-1)
+    return flat[n - 1 : n - 1 + n * (2 * n - 1)].reshape(n, 2 * n - 1)[:, :n]
 
 
 def _lag_sums(A):
