@@ -1,7 +1,7 @@
 """Hyperparameter refinement for a whole batch of particles in one compiled step.
 
-Two modes over the same log posterior ``log p(y | T, theta, noise) + log p(theta | T) + log p(noise)``
-in unconstrained space:
+Two modes over the same log posterior in unconstrained space,
+``log p(y | T, theta, noise) + log p(theta | T) + log p(noise)``:
 
 * :func:`optimize`: ``steps`` optax updates inside one ``lax.scan`` (GPJax's ``fit`` pattern).
   The particles are independent, so the gradient of the summed objective is every particle's own
@@ -85,10 +85,13 @@ def optimize(
         return (optax.apply_updates(variables, updates), opt_state), None
 
     start = (params, noise)
-    before, _ = log_posterior_fn(params, noise)
     (end, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), None, length=steps)
-    after, ll_after = log_posterior_fn(*end)
-    _, ll_before = log_posterior_fn(params, noise)
+    # Score the start and the end with a single call site of the (large) likelihood program:
+    # every call site is compiled separately.
+    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), start, end)
+    posts, lls = jax.lax.map(lambda v: log_posterior_fn(*v), stacked)
+    before, after = posts[0], posts[1]
+    ll_before, ll_after = lls[0], lls[1]
     better = jnp.isfinite(after) & (after >= jnp.where(jnp.isfinite(before), before, -jnp.inf))
     return Refined(
         params=jnp.where(better[:, None, None], end[0], params),

@@ -194,7 +194,9 @@ def smc_round(
     log_weights = unnormalised - log_norm[:, None]
     all_failed = ~jnp.isfinite(log_norm)
     log_weights = jnp.where(all_failed[:, None], -jnp.log(P), log_weights)
-    state = state._replace(log_likelihood=new_ll, log_weights=log_weights, log_evidence=log_evidence)
+    state = state._replace(
+        log_likelihood=new_ll, log_weights=log_weights, log_evidence=log_evidence
+    )
 
     # Resample where the effective sample size is low.
     k_resample, k_moves, k_refine = jax.random.split(key, 3)
