@@ -168,3 +168,12 @@ def test_airline_top_structures_have_a_twelve_month_period():
     best = int(np.argmax(w))
     assert has_yearly_period(best), to_text(unpack(result.ops, result.params)[best], params=True)
     assert sum(w[p] for p in range(len(w)) if has_yearly_period(p)) > 0.5
+
+
+def test_a_fit_where_every_particle_fails_raises_a_clear_error():
+    cfg = _quick_config()
+    x = np.linspace(0, 1, 20)
+    y = np.sin(5 * x)
+    y[3] = np.inf  # no particle can score this
+    with pytest.raises(FloatingPointError, match="every particle failed"):
+        smc.run_smc(x, y, cfg, key=jax.random.key(0))
