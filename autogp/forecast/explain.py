@@ -112,7 +112,13 @@ def _periodic(expr: Kernel, axis: TimeAxis) -> str:
     name = season_name(period, axis)
     if name is not None:
         return f"{name} seasonality (period {_length(period, axis)})"
-    return f"periodic component with period {_length(period, axis)}"
+    text = f"periodic component with period {_length(period, axis)}"
+    # A small whole multiple of a yearly/weekly/daily period repeats that pattern too.
+    for k in (2, 3, 4):
+        multiple = season_name(period / k, axis)
+        if multiple in ("yearly", "weekly", "daily"):
+            return f"{text} ({k} x {multiple})"
+    return text
 
 
 def _smooth(expr: Kernel, axis: TimeAxis) -> str:
@@ -164,7 +170,7 @@ def _product(factors: list[Kernel], axis: TimeAxis) -> str:
         base = f"{_POLY.get(n_lin, f'degree-{n_lin} polynomial')} trend"
     else:
         base = "constant offset"
-    text = " ".join([base, *modifiers]) if modifiers else base
+    text = " ".join([base, " and ".join(modifiers)]) if modifiers else base
     if other:
         text = " x ".join([text, *(f"({describe(o, axis)})" for o in other)])
     return text

@@ -592,6 +592,7 @@ class AutoGP:
         time_col: str | None = None,
         target_col: str | None = None,
         id_col: str | None = None,
+        rounds: int | None = None,
     ) -> AutoGP:
         """Add observations and continue the SMC on them (online use); returns ``self``.
 
@@ -599,6 +600,8 @@ class AutoGP:
         pair for a single-series model; any number of rows, even one. New time stamps must not
         repeat fitted ones. The normalisation of the first fit is kept (the particles'
         parameters are in its units), so new times beyond the training span map past 1.
+        ``rounds``: SMC rounds spent on the new data (default: one per new point, at most
+        ``smc.num_rounds``).
         """
         from autogp.inference.smc import update_smc
 
@@ -638,7 +641,9 @@ class AutoGP:
             key = jax.random.fold_in(
                 _series_key(self.seed, uid, len(self._fits) > 1), fit.updates + 1
             )
-            result = update_smc(fit.smc_result(), x_all, yn_all, self.config, key=key)
+            result = update_smc(
+                fit.smc_result(), x_all, yn_all, self.config, key=key, num_rounds=rounds
+            )
             order = np.argsort(t_all, kind="stable")
             stamps = old.ds.append(stamps_new)[order]
             series = TimeSeries(t_all[order], y_all[order], uid, old.axis, None, stamps)
