@@ -77,6 +77,8 @@ def _forecast_panel(
         )
     if _MODEL in fc.columns:
         ax.plot(fc["ds"], fc[_MODEL], color=_COLOR, linewidth=1.5, label="forecast mean")
+    if "y" in fc.columns:  # held-out observations (autogp run)
+        ax.plot(fc["ds"], fc["y"], "x", color="C3", markersize=4, label="held out")
     ax.set_title(str(unique_id), fontsize=10)
     ax.grid(alpha=0.3)
 

@@ -312,3 +312,31 @@ def test_log_transform_option(monkeypatch, airline):
     d = model.decompose()
     assert d.attrs["units"] == "log"
     np.testing.assert_allclose(d["y"].iloc[:144], np.log(airline["y"]))
+
+
+def test_plots_build_and_save(model, tmp_path):
+    from autogp import plots
+
+    fc = model.predict(12)
+    for name, fig in (
+        ("fc.png", plots.plot_forecast(model, fc, history=48)),
+        ("comp.svg", plots.plot_components(model.decompose())),
+        ("kernels.pdf", plots.plot_structures(model.kernels())),
+    ):
+        path = plots.save_figure(fig, tmp_path / name)
+        assert path.stat().st_size > 1000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["comp.svg", "fc.png", "kernels.pdf"]
+    ax = plots.plot_forecast(model, fc).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "observed",
+        "95% interval",
+        "80% interval",
+        "forecast mean",
+    ]
+
+
+def test_zero_horizon_and_empty_levels(model):
+    fc = model.predict(0)
+    assert len(fc) == 0 and "AutoGP-hi-95" in fc.columns
+    fc = model.predict(2, level=[])
+    assert list(fc.columns) == ["unique_id", "ds", "AutoGP"]

@@ -55,7 +55,7 @@ def resolve_data_path(config: Config, config_path: Path) -> Path:
         ]
     for c in candidates:
         if c.is_file():
-            return c
+            return c.resolve()
     tried = ", ".join(str(c) for c in candidates)
     raise DataError(f"data file {str(given)!r} not found (tried {tried})")
 
