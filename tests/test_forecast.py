@@ -70,13 +70,24 @@ def test_public_api_is_what_init_reexports():
     assert autogp.__version__ == "0.1.0"
 
 
-def test_import_does_not_flip_the_global_x64_flag():
+def test_public_calls_use_float64_without_flipping_the_global_flag(model):
+    import json
     import subprocess
     import sys
 
-    code = "import autogp, jax; print(jax.config.jax_enable_x64)"
+    # A fresh interpreter where JAX's global x64 flag is off (the test session turns it on).
+    code = f"""
+import json, jax, pandas as pd, autogp
+assert not jax.config.jax_enable_x64
+m = autogp.AutoGP.from_kernels(pd.read_csv({AIRLINE!r}), {list(FAKE_TEXTS)!r},
+                               weights={list(FAKE_WEIGHTS)!r}, noise=0.01)
+fc = m.predict(3)
+print(json.dumps([jax.config.jax_enable_x64, fc["AutoGP-hi-95"].tolist()]))
+"""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    flag, values = json.loads(out.stdout.strip().splitlines()[-1])
+    assert flag is False
+    np.testing.assert_allclose(values, model.predict(3)["AutoGP-hi-95"], rtol=1e-10)
 
 
 # ---- forecast layout -------------------------------------------------------------------------
