@@ -415,7 +415,7 @@ class OutputConfig:
     dir: str = _key("autogp_out", "output directory", "str")
     forecast: str | None = _key("forecast.csv", "forecast table", "str", optional=True)
     plot: str | None = _key("forecast.png", "forecast plot", "str", optional=True)
-    model: str | None = _key("model.json", "fitted model (structures, parameters)", "str",
+    model: str | None = _key("model.autogp", "fitted model (structures, parameters)", "str",
                              optional=True)  # fmt: skip
 
 

@@ -313,11 +313,20 @@ def init_state(grammar: gr.Grammar, num_series: int, num_particles: int, *, key:
     )
 
 
+PAD_MULTIPLE = 32
+
+
+def padded_length(n: int) -> int:
+    """Data are padded to a multiple of ``PAD_MULTIPLE`` points, so series of similar length
+    (a panel, an online update, the next fit) reuse one compiled round."""
+    return int(math.ceil(n / PAD_MULTIPLE) * PAD_MULTIPLE)
+
+
 def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
               shuffle: bool = False, key: Array | None = None) -> Data:
     """Pad a list of series to a common length (padding is masked out forever)."""
     G = len(xs)
-    N = max(len(x) for x in xs) if pad_to is None else pad_to
+    N = padded_length(max(len(x) for x in xs)) if pad_to is None else pad_to
     x = np.zeros((G, N))
     y = np.zeros((G, N))
     rank = np.full((G, N), np.iinfo(np.int32).max, dtype=np.int32)
