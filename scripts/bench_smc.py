@@ -29,7 +29,10 @@ from autogp import AutoGP  # noqa: E402
 from autogp.inference import smc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-AIRLINE = [ROOT / "examples" / "data" / "airline.csv", ROOT.parent / "shared" / "data" / "airline.csv"]
+AIRLINE = [
+    ROOT / "examples" / "data" / "airline.csv",
+    ROOT.parent / "shared" / "data" / "airline.csv",
+]
 
 
 def _airline() -> pd.DataFrame:
@@ -123,7 +126,10 @@ def main() -> None:
     print(f"machine: {res['machine']}  jax {res['jax']}  {res['date']}")
     print("airline (126 train / 18 held out; 8 particles, 10 rounds, 10 moves/round)")
     print(f"  first fit (compile incl.) {res['first_fit_s']:8.2f} s")
-    print(f"  second fit                {res['second_fit_s']:8.2f} s   ({res['round_s']:.2f} s/round)")
+    print(
+        f"  second fit                {res['second_fit_s']:8.2f} s"
+        f"   ({res['round_s']:.2f} s/round)"
+    )
     print(f"  compilations of a round   {res['compilations']:8d}")
     print(f"  log marginal likelihood   {res['log_marginal_likelihood']:8.2f}")
     print(f"  held-out RMSE             {res['heldout_rmse']:8.2f} passengers")
@@ -135,7 +141,10 @@ def main() -> None:
     print("  top structures:")
     for row in res["top_structures"]:
         print("   ", {k: v for k, v in row.items() if k in ("weight", "structure", "reading")})
-    print(f"tutorial config (100 points, 8 particles): first fit {res['tutorial_first_fit_s']:.2f} s")
+    print(
+        "tutorial config (100 points, 8 particles): "
+        f"first fit {res['tutorial_first_fit_s']:.2f} s"
+    )
     if args.json:
         args.json.write_text(json.dumps(res, indent=2, default=str))
 

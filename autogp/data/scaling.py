@@ -38,6 +38,10 @@ def _robust_mean_std(y: np.ndarray) -> tuple[float, float]:
     return m * big, s * big
 
 
+#: Value scale of a constant series, relative to its magnitude.
+CONSTANT_SCALE = 1e-6
+
+
 @dataclass(frozen=True)
 class Scaler:
     """Affine normalisation ``t -> (t - time_offset) / time_scale``, ``y -> (y - value_offset) /
@@ -59,8 +63,8 @@ class Scaler:
         """Fit the normalisation to training times ``t`` and values ``y``.
 
         Guards: a single time point gives ``time_scale = 1``; a constant series (std zero, or
-        below 1e-12 of its magnitude, i.e. rounding noise) gives ``value_scale = |mean|`` (1
-        for an all-zero series) so nothing divides by zero. With ``log=True`` all values must
+        below 1e-12 of its magnitude, i.e. rounding noise) gives ``value_scale = 1e-6 |mean|``
+        (1e-6 for an all-zero series) so nothing divides by zero. With ``log=True`` all values must
         be positive.
         """
         t = _finite_1d(t, "t")
@@ -80,7 +84,10 @@ class Scaler:
             y = np.log(y)
         mean, std = _robust_mean_std(y)
         if not (std > 1e-12 * abs(mean)) or std == 0.0:
-            std = abs(mean) if mean != 0.0 else 1.0
+            # A constant series: any scale avoids dividing by zero, and a tiny one makes the
+            # model's unit-scale noise prior a tiny noise in data units, so the forecast is the
+            # constant with a correspondingly small interval.
+            std = CONSTANT_SCALE * (abs(mean) if mean != 0.0 else 1.0)
         return cls(lo, time_scale, mean, std, log)
 
     # ---- time ------------------------------------------------------------------------------
