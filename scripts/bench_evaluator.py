@@ -1,0 +1,1123 @@
+#!/usr/bin/env python
+"""Benchmark the compiled tree evaluator against two competing designs, side by side.
+
+Designs, all computing the batched GP log marginal likelihood (sum over P particles) and its
+gradient with respect to the unconstrained parameters and noise, all jitted:
+
+(a) ``autogp.evaluator.log_marginal_likelihood``: one compiled program for every structure; the
+    tree (``ops``), ``params`` and ``noise`` are traced jit arguments.
+(b) The naive design: for each pair of points (t, t'), a stack machine over the tree's post-order
+    array (``lax.cond`` leaf/operator, ``lax.switch`` over atoms/operators, ``.at[].set`` stack
+    updates) inside ``equinox.internal.while_loop(kind="checkpointed")``, vmapped over both points
+    and over particles; then a plain Cholesky log marginal likelihood, JAX autodiff for gradients.
+    One compiled program for every structure too (the post-order arrays are jit arguments).
+(c) Per-structure specialised code: each tree becomes its own Python closure building K with
+    whole-matrix jnp formulas, jitted separately (P compiled functions); same plain likelihood,
+    JAX autodiff. Its time is the sum over the P functions.
+
+Workloads: P trees from the structure prior at depth D (``sample_prior``, fixed seed), parameters
+and noise from their priors, x evenly spaced on [0, 1]; N = 144 with y the normalised airline
+series, and N = 512 synthetic (a smooth trend + seasonality + noise, normalised).
+
+Before timing, the three designs are checked to agree (values rtol 1e-8, gradients rtol 1e-6) on
+every workload and (full run) on an extra batch that uses every atom of ``spec.ATOMS``.
+
+Also reported for (a): compile time (first call minus steady state), the number of traces over
+200 distinct prior batches with varying masks, and a scaling table over N with the share of time
+spent outside the Cholesky factorisation (value) and outside Cholesky + inverse (gradient).
+
+Timings are medians over repetitions; the designs are interleaved within each repetition (and
+their order rotated) so that background load hits all of them alike. Repetition counts adapt to
+a per-measurement time budget (``--budget``), with a floor that is lower at large N and for (b).
+
+OpenBLAS (which jaxlib's CPU Cholesky and triangular solves call) is pinned to one thread unless
+``--blas-threads`` or ``OPENBLAS_NUM_THREADS`` says otherwise: with its default thread pool on a
+small shared machine, calls intermittently stall for seconds.
+
+Usage::
+
+    python scripts/bench_evaluator.py --quick --json /tmp/bench_quick.json   # N = 144 only, < 1 min
+    python scripts/bench_evaluator.py --json /tmp/bench.json                  # everything, ~8 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import dataclasses
+import functools
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import equinox.internal as eqxi
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from autogp.evaluator import gram, leaves, log_marginal_likelihood
+from autogp.evaluator.likelihood import BASE_JITTER
+from autogp.inference.grammar import Grammar, sample_prior
+from autogp.kernels import spec
+
+jax.config.update("jax_enable_x64", True)
+
+DEFAULT_DATA = Path("/work/shared/data/airline.csv")
+LOG_2PI = math.log(2.0 * math.pi)
+SCALING_NS = (128, 256, 512, 1024, 2048)
+VALUE_RTOL, GRAD_RTOL = 1e-8, 1e-6
+
+
+# =============================================================================================
+# Shared pieces
+# =============================================================================================
+def constrain_static(op: int, u: jax.Array) -> list[jax.Array]:
+    """Natural parameters of a node whose opcode ``op`` is known in Python (spec.TRANSFORMS)."""
+    out = []
+    for k in range(int(spec.NUM_PARAMS[op])):
+        kind = int(spec.TRANSFORMS[op, k])
+        if kind == spec.T_LOG:
+            out.append(jnp.exp(u[k]))
+        elif kind == spec.T_GAMMA:
+            out.append(2.0 * jax.nn.sigmoid(u[k]))
+        else:
+            out.append(u[k])
+    return out
+
+
+def plain_log_marginal(K: jax.Array, noise_u: jax.Array, y: jax.Array) -> jax.Array:
+    """log N(y | 0, K + noise I) written plainly: cholesky, solve_triangular, logdet.
+
+    Adds the evaluator's always-applied first jitter rung (``BASE_JITTER`` times the mean of the
+    diagonal, as a constant) so that values agree to rounding; gradients by JAX autodiff.
+    """
+    n = K.shape[-1]
+    scale = jax.lax.stop_gradient(jnp.abs(jnp.mean(jnp.diagonal(K))))
+    A = K + (jnp.exp(noise_u) + BASE_JITTER * scale) * jnp.eye(n, dtype=K.dtype)
+    L = jnp.linalg.cholesky(A)
+    w = solve_triangular(L, y, lower=True)
+    return -0.5 * jnp.dot(w, w) - jnp.sum(jnp.log(jnp.diagonal(L))) - 0.5 * n * LOG_2PI
+
+
+# =============================================================================================
+# (a) the compiled evaluator
+# =============================================================================================
+def make_evaluator(counter: list[int] | None = None) -> tuple[Callable, Callable]:
+    """Jitted (value, value_and_grad) of design (a).
+
+    ``counter[0]`` / ``counter[1]`` count how often the value / value_and_grad function's body
+    is traced (a Python side effect, so it only runs while tracing).
+    """
+    counters = [0, 0] if counter is None else counter
+
+    def body(slot: int):
+        def total(ops, params, noise, x, y, mask):
+            counters[slot] += 1  # runs only while tracing
+            return jnp.sum(log_marginal_likelihood(ops, params, noise, x, y, mask))
+
+        return total
+
+    value = jax.jit(body(0))
+    value_and_grad = jax.jit(jax.value_and_grad(body(1), argnums=(1, 2)))
+    return value, value_and_grad
+
+
+# =============================================================================================
+# (b) the naive design: a per-pair stack machine over the post-order array
+# =============================================================================================
+_SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
+
+
+def _atom_scalar(op: int) -> Callable:
+    """Scalar k(t1, t2) of atom ``op`` from unconstrained ``u`` (same formulas as ``leaves``).
+
+    Each branch constrains ``u`` with its *own* transforms: under a batched ``lax.switch`` every
+    branch runs on every node's parameters, and this keeps unselected branches finite (a NaN
+    there would poison the gradient through ``select``).
+    """
+
+    def k(u, t1, t2):
+        th = constrain_static(op, u)
+        r = jnp.abs(t1 - t2)
+        if op == spec.CONST:
+            return th[0]
+        if op == spec.LIN:
+            c, bias, amp = th
+            return bias + amp * (t1 - c) * (t2 - c)
+        if op == spec.SE:
+            l, amp = th
+            return amp * jnp.exp(-0.5 * (r / l) ** 2)
+        if op == spec.GE:
+            l, gamma, amp = th
+            positive = r > 0
+            log_ratio = jnp.log(jnp.where(positive, r, 1.0) / l)
+            z = jnp.where(positive, jnp.exp(gamma * log_ratio), 0.0)
+            return amp * jnp.exp(-z)
+        if op == spec.PER:
+            l, period, amp = th
+            s = jnp.sin(jnp.pi * r / period)
+            return amp * jnp.exp(-2.0 * (s / l) ** 2)
+        if op == spec.WN:
+            return th[0] * (t1 == t2).astype(t1.dtype)
+        if op == spec.M12:
+            l, amp = th
+            return amp * jnp.exp(-r / l)
+        if op == spec.M32:
+            l, amp = th
+            q = _SQRT3 * r / l
+            return amp * (1.0 + q) * jnp.exp(-q)
+        if op == spec.M52:
+            l, amp = th
+            q = _SQRT5 * r / l
+            return amp * (1.0 + q + q * q / 3.0) * jnp.exp(-q)
+        if op == spec.RQ:
+            l, alpha, amp = th
+            w = 1.0 + r**2 / (2.0 * alpha * l**2)
+            return amp * jnp.exp(-alpha * jnp.log(w))
+        raise ValueError(f"no scalar formula for opcode {op}")
+
+    return k
+
+
+def _cp_scalar(u, t1, t2, left, right):
+    location, scale = constrain_static(spec.CP, u)
+    s1 = 0.5 * (1.0 + jnp.tanh((location - t1) / scale))
+    s2 = 0.5 * (1.0 + jnp.tanh((location - t2) / scale))
+    return s1 * s2 * left + (1.0 - s1) * (1.0 - s2) * right
+
+
+assert spec.ATOMS == tuple(range(spec.ATOMS[0], spec.ATOMS[0] + len(spec.ATOMS)))
+assert spec.OPERATORS == (spec.PLUS, spec.TIMES, spec.CP)
+_ATOM_BRANCHES = [_atom_scalar(op) for op in spec.ATOMS]
+_OPERATOR_BRANCHES = [
+    lambda u, t1, t2, a, b: a + b,
+    lambda u, t1, t2, a, b: a * b,
+    _cp_scalar,
+]
+
+
+def _postorder_slots(row: np.ndarray, slot: int = 0) -> list[int]:
+    """Heap slots of the subtree at ``slot`` in post-order (children before their parent)."""
+    if int(row[slot]) in spec.OPERATORS:
+        return _postorder_slots(row, 2 * slot + 1) + _postorder_slots(row, 2 * slot + 2) + [slot]
+    return [slot]
+
+
+def heap_to_postorder(ops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Post-order opcodes ``[P, S]``, their heap slots ``[P, S]`` and node counts ``[P]``.
+
+    Padded to S entries with EMPTY (slot 0); done in numpy, outside the timed functions.
+    """
+    P, S = ops.shape
+    post_ops = np.zeros((P, S), np.int32)
+    post_slot = np.zeros((P, S), np.int32)
+    count = np.zeros(P, np.int32)
+    for p in range(P):
+        order = _postorder_slots(ops[p])
+        post_ops[p, : len(order)] = ops[p, order]
+        post_slot[p, : len(order)] = order
+        count[p] = len(order)
+    return post_ops, post_slot, count
+
+
+def naive_pair(post_ops, post_u, count, t1, t2, checkpoints: int = 5):
+    """k(t1, t2) of one tree: a stack machine over its post-order array."""
+    S = post_ops.shape[0]
+
+    def cond(carry):
+        i, _, _ = carry
+        return i < count
+
+    def body(carry):
+        i, sp, stack = carry
+        op, u = post_ops[i], post_u[i]
+
+        def leaf(sp, stack):
+            v = jax.lax.switch(op - spec.ATOMS[0], _ATOM_BRANCHES, u, t1, t2)
+            return sp + 1, stack.at[sp].set(v)
+
+        def operator(sp, stack):
+            left, right = stack[sp - 2], stack[sp - 1]
+            v = jax.lax.switch(op - spec.PLUS, _OPERATOR_BRANCHES, u, t1, t2, left, right)
+            return sp - 1, stack.at[sp - 2].set(v)
+
+        sp, stack = jax.lax.cond(op < spec.PLUS, leaf, operator, sp, stack)
+        return i + 1, sp, stack
+
+    init = (jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32), jnp.zeros(S, t1.dtype))
+    _, _, stack = eqxi.while_loop(
+        cond, body, init, max_steps=S, kind="checkpointed", checkpoints=checkpoints
+    )
+    return stack[0]
+
+
+def naive_gram_one(post_ops, post_u, count, x):
+    row = jax.vmap(naive_pair, in_axes=(None, None, None, None, 0))
+    return jax.vmap(row, in_axes=(None, None, None, 0, None))(post_ops, post_u, count, x, x)
+
+
+def naive_total(post_ops, post_slot, count, params, noise, x, y):
+    """Sum over particles of the log marginal likelihood, design (b)."""
+    post_u = jnp.take_along_axis(params, post_slot[:, :, None], axis=1)  # heap -> post-order
+    K = jax.vmap(naive_gram_one, in_axes=(0, 0, 0, None))(post_ops, post_u, count, x)
+    return jnp.sum(jax.vmap(plain_log_marginal, in_axes=(0, 0, None))(K, noise, y))
+
+
+def make_naive() -> tuple[Callable, Callable]:
+    return jax.jit(naive_total), jax.jit(jax.value_and_grad(naive_total, argnums=(3, 4)))
+
+
+# =============================================================================================
+# (c) per-structure specialised code
+# =============================================================================================
+def specialised_kernel(ops_row: np.ndarray) -> Callable:
+    """``K(params [S, MAX_PARAMS], x [N]) -> [N, N]`` for this one structure, built recursively."""
+    ops_row = [int(o) for o in ops_row]
+
+    def node(slot: int) -> Callable:
+        op = ops_row[slot]
+        if op in spec.ATOMS:
+            formula = leaves.VALUE[op]
+            return lambda params, x: formula(constrain_static(op, params[slot]), x, x)
+        left, right = node(2 * slot + 1), node(2 * slot + 2)
+        if op == spec.PLUS:
+            return lambda params, x: left(params, x) + right(params, x)
+        if op == spec.TIMES:
+            return lambda params, x: left(params, x) * right(params, x)
+        if op == spec.CP:
+
+            def cp(params, x):
+                s, _, _ = leaves.cp_sigmoid(constrain_static(op, params[slot]), x)
+                before = s[:, None] * s[None, :]
+                after = (1.0 - s)[:, None] * (1.0 - s)[None, :]
+                return before * left(params, x) + after * right(params, x)
+
+            return cp
+        raise ValueError(f"unexpected opcode {op} at slot {slot}")
+
+    return node(0)
+
+
+def make_specialised(ops: np.ndarray, share: bool = False) -> list[tuple[Callable, Callable]]:
+    """One jitted (value, value_and_grad) pair per tree; args ``(params [S, K], noise, x, y)``.
+
+    With ``share``, trees of identical structure share one pair (only used to save compilation
+    in the every-atom correctness check; the timed design compiles every tree separately).
+    """
+    out, cache = [], {}
+    for row in ops:
+        key = tuple(int(o) for o in row)
+        if not share or key not in cache:
+            kernel = specialised_kernel(row)
+
+            def total(params, noise, x, y, kernel=kernel):
+                return plain_log_marginal(kernel(params, x), noise, y)
+
+            cache[key] = (jax.jit(total), jax.jit(jax.value_and_grad(total, argnums=(0, 1))))
+        out.append(cache[key])
+    return out
+
+
+# =============================================================================================
+# Workloads
+# =============================================================================================
+@dataclasses.dataclass
+class Workload:
+    name: str
+    x: np.ndarray  # [N]
+    y: np.ndarray  # [N], zero mean, unit variance
+    ops: np.ndarray  # [P, S]
+    params: np.ndarray  # [P, S, MAX_PARAMS]
+    noise: np.ndarray  # [P]
+
+    @property
+    def n(self) -> int:
+        return int(self.x.shape[0])
+
+
+def normalise(y: np.ndarray) -> np.ndarray:
+    return (y - y.mean()) / y.std()
+
+
+def load_airline(path: Path) -> np.ndarray:
+    with open(path, newline="") as f:
+        y = np.asarray([float(row["y"]) for row in csv.DictReader(f)])
+    return normalise(y)
+
+
+def synthetic_series(n: int, seed: int = 1) -> np.ndarray:
+    """A smooth trend, a seasonal component and a slow wiggle plus 10% noise, normalised."""
+    x = np.linspace(0.0, 1.0, n)
+    rng = np.random.default_rng(seed)
+    f = 2.0 * x + 0.6 * np.sin(2 * np.pi * 12 * x) * (1 + x) + 0.4 * np.sin(2 * np.pi * 1.5 * x)
+    return normalise(f + 0.1 * rng.standard_normal(n))
+
+
+@functools.cache
+def prior_sampler(depth: int, particles: int) -> Callable:
+    """Jitted ``key -> (ops, params, noise)``: ``particles`` draws from the default prior."""
+    grammar = Grammar.default(depth)
+    return jax.jit(lambda key: sample_prior(grammar, particles, key=key))
+
+
+def prior_batch(depth: int, particles: int, seed: int):
+    ops, params, noise = prior_sampler(depth, particles)(jax.random.PRNGKey(seed))
+    return np.asarray(ops), np.asarray(params), np.asarray(noise)
+
+
+def all_atoms_batch(depth: int, particles: int, seed: int):
+    """Trees CP(a_i, +(a_{i+1}, *(a_{i+2}, a_{i+3}))) over the atoms in turn, with parameters
+    from their priors: every formula of the naive and specialised designs runs (the default
+    prior only draws LIN, GE and PER). ``max(particles, len(ATOMS))`` trees; needs depth >= 3."""
+    S = spec.num_slots(depth)
+    atoms = spec.ATOMS
+    P = max(particles, len(atoms))
+    ops = np.zeros((P, S), np.int32)
+    for i in range(P):
+        ops[i, [0, 2, 6]] = [spec.CP, spec.PLUS, spec.TIMES]
+        ops[i, [1, 5, 13, 14]] = [atoms[(i + k) % len(atoms)] for k in range(4)]
+    mean, std = spec.default_prior_table()
+    rng = np.random.default_rng(seed)
+    used = np.arange(spec.MAX_PARAMS) < spec.NUM_PARAMS[ops][..., None]
+    params = np.where(used, mean[ops] + std[ops] * rng.standard_normal(ops.shape + (3,)), 0.0)
+    noise = spec.DEFAULT_NOISE_PRIOR[0] + rng.standard_normal(P) * 0.5
+    return ops, params, noise
+
+
+# =============================================================================================
+# Timing helpers
+# =============================================================================================
+def wall(fn: Callable, *args) -> float:
+    """Seconds for one call, waiting for the result."""
+    t0 = time.perf_counter()
+    jax.block_until_ready(fn(*args))
+    return time.perf_counter() - t0
+
+
+def aot_compile(fn: Callable, *args) -> float:
+    """Compile ``fn`` for ``args`` ahead of time (later calls reuse it); returns the seconds."""
+    t0 = time.perf_counter()
+    fn.lower(*args).compile()
+    return time.perf_counter() - t0
+
+
+def mem_available_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+@dataclasses.dataclass
+class Item:
+    """One timed measurement; ``run()`` performs one repetition and returns its seconds.
+
+    ``first_s`` is the first call (compilation included) when the item was compiled by calling
+    it; ``aot_compile_s`` the lower+compile time when it was compiled ahead of time (then every
+    call, including the correctness check's, is a steady-state repetition).
+    """
+
+    name: str
+    run: Callable[[], float]
+    min_reps: int
+    first_s: float | None = None
+    aot_compile_s: float | None = None
+    times: list[float] = dataclasses.field(default_factory=list)
+    reps: int = 0
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.times))
+
+    @property
+    def compile_s(self) -> float | None:
+        if self.aot_compile_s is not None:
+            return self.aot_compile_s
+        if self.first_s is None:
+            return None
+        return max(self.first_s - self.median, 0.0)
+
+
+def run_interleaved(items: list[Item], budget_s: float, max_reps: int) -> None:
+    """Warm up (first call, if not done yet) and probe each item, choose its repetition count
+    from the time budget (at least ``min_reps``, at most ``max_reps``), then repeat round-robin,
+    rotating the order every round so that background load spreads over all items alike."""
+    for it in items:
+        if it.first_s is None and it.aot_compile_s is None and not it.times:
+            it.first_s = it.run()
+        if not it.times:
+            it.times.append(it.run())
+        reps = int(min(max_reps, max(it.min_reps, budget_s // max(min(it.times), 1e-9))))
+        it.reps = max(reps, len(it.times))
+    for r in range(max(it.reps for it in items)):
+        k = r % len(items)
+        for it in items[k:] + items[:k]:
+            if len(it.times) < it.reps:
+                it.times.append(it.run())
+
+
+# =============================================================================================
+# The benchmark
+# =============================================================================================
+def _batched_cov(K, noise_u):
+    return K + jnp.exp(noise_u)[:, None, None] * jnp.eye(K.shape[-1], dtype=K.dtype)
+
+
+def _chol(K, noise_u):
+    return jnp.linalg.cholesky(_batched_cov(K, noise_u))
+
+
+def _chol_inv(K, noise_u):
+    """Cholesky plus the inverse from it, as in the evaluator's backward pass."""
+    L = jnp.linalg.cholesky(_batched_cov(K, noise_u))
+    return cho_solve((L, True), jnp.broadcast_to(jnp.eye(K.shape[-1], dtype=K.dtype), K.shape))
+
+
+@dataclasses.dataclass
+class Naive:
+    """Design (b) compiled ahead of time for one workload's shapes."""
+
+    value: Callable
+    grad: Callable
+    compile_s: dict[str, float]
+    temp_bytes: dict[str, int]
+
+
+class Bench:
+    def __init__(self, memory_fraction: float = 0.7):
+        self.memory_fraction = memory_fraction
+        self._naive: dict[tuple, Naive | str] = {}
+        self.a_traces = [0, 0]  # traces of (a)'s value / value_and_grad bodies
+        self.a_value, self.a_grad = make_evaluator(self.a_traces)
+        self.b_value, self.b_grad = make_naive()
+        self.chol = jax.jit(_chol)
+        self.chol_inv = jax.jit(_chol_inv)
+        self.gram = jax.jit(gram)
+        self.gram_vjp = jax.jit(
+            jax.grad(lambda params, ops, x, cot: jnp.sum(gram(ops, params, x) * cot))
+        )
+
+    # --- inputs per design --------------------------------------------------------------
+    @staticmethod
+    def a_args(w: Workload):
+        return (
+            jnp.asarray(w.ops),
+            jnp.asarray(w.params),
+            jnp.asarray(w.noise),
+            jnp.asarray(w.x),
+            jnp.asarray(w.y),
+            jnp.ones(w.n, bool),
+        )
+
+    @staticmethod
+    def b_args(w: Workload):
+        post_ops, post_slot, count = heap_to_postorder(w.ops)
+        structure = (jnp.asarray(post_ops), jnp.asarray(post_slot), jnp.asarray(count))
+        return structure + (
+            jnp.asarray(w.params),
+            jnp.asarray(w.noise),
+            jnp.asarray(w.x),
+            jnp.asarray(w.y),
+        )
+
+    @staticmethod
+    def c_args(w: Workload):
+        x, y = jnp.asarray(w.x), jnp.asarray(w.y)
+        return [
+            (jnp.asarray(w.params[p]), jnp.asarray(w.noise[p]), x, y) for p in range(len(w.ops))
+        ]
+
+    # --- (b), compiled ahead of time with a memory guard ------------------------------------------
+    def compile_naive(self, w: Workload) -> Naive | str:
+        """AOT-compile design (b) for ``w``'s shapes (cached); a reason string instead if it
+        would not fit in memory (its vmapped checkpointed loop keeps [P, N, N, S] arrays)."""
+        key = (w.ops.shape, w.n)
+        if key not in self._naive:
+            self._naive[key] = self._compile_naive(w)
+        return self._naive[key]
+
+    def _compile_naive(self, w: Workload) -> Naive | str:
+        args = self.b_args(w)
+        compiled, seconds, temp = {}, {}, {}
+        for kind, fn in (("value", self.b_value), ("grad", self.b_grad)):
+            t0 = time.perf_counter()
+            compiled[kind] = fn.lower(*args).compile()
+            seconds[kind] = time.perf_counter() - t0
+            analysis = compiled[kind].memory_analysis()
+            temp[kind] = int(getattr(analysis, "temp_size_in_bytes", 0) or 0)
+        available = mem_available_bytes()
+        if available is not None and max(temp.values()) > self.memory_fraction * available:
+            return (
+                f"skipped: needs {max(temp.values()) / 2**30:.1f} GiB of scratch, "
+                f"{available / 2**30:.1f} GiB available"
+            )
+        return Naive(compiled["value"], compiled["grad"], seconds, temp)
+
+    # --- correctness ----------------------------------------------------------------------
+    def check_agreement(self, w: Workload, c_fns, naive: Naive | None) -> dict[str, float]:
+        """Assert (a) == (b) == (c) on the summed value (rtol 1e-8) and on the gradients with
+        respect to params and noise (rtol 1e-6, entrywise). Returns each function's first-call
+        wall time, so that these calls double as the compile measurements."""
+        first: dict[str, float] = {}
+
+        def call(name, fn, *args):
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(fn(*args))
+            first[name] = first.get(name, 0.0) + time.perf_counter() - t0
+            return out
+
+        a_args = self.a_args(w)
+        values = {"a": float(call("a_value", self.a_value, *a_args))}
+        va, (ga, gna) = call("a_grad", self.a_grad, *a_args)
+        values["a (value_and_grad)"] = float(va)
+        grads = {"a": (np.asarray(ga), np.asarray(gna))}
+        if naive is not None:
+            b_args = self.b_args(w)
+            values["b"] = float(call("b_value", naive.value, *b_args))
+            vb, (gb, gnb) = call("b_grad", naive.grad, *b_args)
+            values["b (value_and_grad)"] = float(vb)
+            grads["b"] = (np.asarray(gb), np.asarray(gnb))
+        vc, gc, gnc = 0.0, [], []
+        for (fv, fg), args in zip(c_fns, self.c_args(w), strict=True):
+            vc += float(call("c_value", fv, *args))
+            _, (g, gn) = call("c_grad", fg, *args)
+            gc.append(np.asarray(g))
+            gnc.append(float(gn))
+        values["c"] = vc
+        grads["c"] = (np.stack(gc), np.asarray(gnc))
+
+        for name, v in values.items():
+            assert np.isfinite(v), f"{w.name}: non-finite value from {name}"
+            np.testing.assert_allclose(v, values["a"], rtol=VALUE_RTOL, err_msg=f"{w.name}: {name}")
+        worst = {}
+        for design in grads.keys() - {"a"}:
+            for k, label in enumerate(("params", "noise")):
+                ref, got = grads["a"][k], grads[design][k]
+                assert np.all(np.isfinite(got)), f"{w.name}: non-finite {label} grad from {design}"
+                # rtol entrywise; the tiny atol only covers entries that are (nearly) zero, such
+                # as the gradients of a saturated change point (~1e-12 against a max of ~1e3).
+                atol = 1e-9 * max(1.0, float(np.max(np.abs(ref))))
+                np.testing.assert_allclose(
+                    got,
+                    ref,
+                    rtol=GRAD_RTOL,
+                    atol=atol,
+                    err_msg=f"{w.name}: {label} gradient of ({design}) vs (a)",
+                )
+            scale = max(float(np.max(np.abs(grads["a"][0]))), 1e-300)
+            worst[design] = float(np.max(np.abs(grads[design][0] - grads["a"][0]))) / scale
+        rel = {d: abs(values[d] - values["a"]) / abs(values["a"]) for d in grads.keys() - {"a"}}
+        print(
+            f"  agreement on {w.name}: sum of log ML = {values['a']:.10g}; "
+            + "; ".join(
+                f"({d}) value rel. diff {rel[d]:.1e}, grad max abs diff / max|grad| {worst[d]:.1e}"
+                for d in sorted(rel)
+            ),
+            flush=True,
+        )
+        return first
+
+    # --- one workload, three designs ---------------------------------------------------------
+    def compare(
+        self,
+        w: Workload,
+        budget_s: float,
+        max_reps: int,
+        min_reps: int,
+        naive_min_reps: tuple[int, int],
+        breakdown: bool = True,
+    ) -> dict:
+        """Agreement check, then interleaved timing of (a), (b), (c); with ``breakdown`` also
+        (a)'s covariance matrices alone and the batched Cholesky (+ inverse) on the same K."""
+        naive = self.compile_naive(w)
+        skipped = naive if isinstance(naive, str) else None
+        naive = None if skipped else naive
+        if skipped:
+            print(f"  (b) {skipped}", flush=True)
+        t0 = time.perf_counter()
+        c_fns = make_specialised(w.ops)
+        c_build_s = time.perf_counter() - t0
+        first = self.check_agreement(w, c_fns, naive)
+        a_args, c_args = self.a_args(w), self.c_args(w)
+        ops_j, params_j, noise_j, x_j = a_args[:4]
+        K = self.gram(ops_j, params_j, x_j) if breakdown else None
+        cot = jnp.ones_like(K) if breakdown else None
+
+        def c_run(kind: int) -> Callable[[], float]:
+            pairs = list(zip(c_fns, c_args, strict=True))
+            return lambda: sum(wall(fns[kind], *args) for fns, args in pairs)
+
+        items = [
+            Item("a_value", lambda: wall(self.a_value, *a_args), min_reps, first["a_value"]),
+            Item("a_grad", lambda: wall(self.a_grad, *a_args), min_reps, first["a_grad"]),
+            Item("c_value", c_run(0), min_reps, first["c_value"]),
+            Item("c_grad", c_run(1), min_reps, first["c_grad"]),
+        ]
+        if breakdown:
+            items += self.breakdown_items(self.gram, self.gram_vjp, K, cot, a_args, min_reps)
+        if naive is not None:
+            b_args = self.b_args(w)
+            for kind, fn, mr in (
+                ("value", naive.value, naive_min_reps[0]),
+                ("grad", naive.grad, naive_min_reps[1]),
+            ):
+                items.append(
+                    Item(
+                        f"b_{kind}",
+                        lambda fn=fn: wall(fn, *b_args),
+                        mr,
+                        aot_compile_s=naive.compile_s[kind],
+                        times=[first[f"b_{kind}"]],
+                    )
+                )
+        run_interleaved(items, budget_s, max_reps)
+        by = {it.name: it for it in items}
+        med = {k: it.median for k, it in by.items()}
+
+        def ratio(num: str, den: str) -> float | None:
+            return med[num] / med[den] if num in med and den in med else None
+
+        return {
+            "n": w.n,
+            "particles": int(w.ops.shape[0]),
+            "nodes": int(np.sum(w.ops != spec.EMPTY)),
+            "median_s": med,
+            "reps": {k: it.reps for k, it in by.items()},
+            "compile_s": {k: it.compile_s for k, it in by.items() if it.compile_s is not None},
+            "c_trace_and_build_s": c_build_s,
+            "naive": skipped or {"scratch_bytes": naive.temp_bytes},
+            "grad_over_value": ratio("a_grad", "a_value"),
+            "speedup_vs_naive": {
+                "value": ratio("b_value", "a_value"),
+                "value_and_grad": ratio("b_grad", "a_grad"),
+            },
+            "over_specialized": {
+                "value": ratio("a_value", "c_value"),
+                "value_and_grad": ratio("a_grad", "c_grad"),
+            },
+            "outside_cholesky": {
+                "value": None if ratio("chol", "a_value") is None else 1 - ratio("chol", "a_value"),
+                "value_and_grad": (
+                    None if ratio("chol_inv", "a_grad") is None else 1 - ratio("chol_inv", "a_grad")
+                ),
+            },
+        }
+
+    def breakdown_items(self, gram_fn, gram_vjp_fn, K, cot, a_args, min_reps) -> list[Item]:
+        """The batched Cholesky (+ inverse) of K + noise I, and (a)'s K alone and K's VJP;
+        compiled ahead of time so that no repetition is spent on warming up."""
+        ops_j, params_j, noise_j, x_j = a_args[:4]
+        specs = [
+            ("chol", self.chol, (K, noise_j)),
+            ("chol_inv", self.chol_inv, (K, noise_j)),
+            ("gram", gram_fn, (ops_j, params_j, x_j)),
+            ("gram_vjp", gram_vjp_fn, (params_j, ops_j, x_j, cot)),
+        ]
+        return [
+            Item(
+                name,
+                lambda fn=fn, args=args: wall(fn, *args),
+                min_reps,
+                aot_compile_s=aot_compile(fn, *args),
+            )
+            for name, fn, args in specs
+        ]
+
+    # --- (a) over N ----------------------------------------------------------------------------
+    def scaling(self, ops, params, noise, ns, budget_s, max_reps) -> list[dict]:
+        rows = []
+        for n in ns:
+            rows.append(self.scaling_row(ops, params, noise, n, budget_s, max_reps))
+            m = rows[-1]["median_s"]
+            print(
+                f"  N={n:5d}: value {fmt_s(m['a_value'])}, value+grad {fmt_s(m['a_grad'])}",
+                flush=True,
+            )
+        return rows
+
+    def scaling_row(self, ops, params, noise, n, budget_s, max_reps) -> dict:
+        w = Workload(
+            f"synthetic_{n}", np.linspace(0.0, 1.0, n), synthetic_series(n), ops, params, noise
+        )
+        a_args = self.a_args(w)
+        ops_j, params_j, x_j = a_args[0], a_args[1], a_args[3]
+        K = jax.block_until_ready(self.gram(ops_j, params_j, x_j))
+        cot = jnp.ones_like(K)
+        mr = 3 if n <= 512 else (2 if n <= 1024 else 1)
+        # Fresh jitted functions, so that every N pays (and reports) its own compilation.
+        value, grad = make_evaluator()
+        items = [
+            Item(
+                "a_value",
+                lambda: wall(value, *a_args),
+                mr,
+                aot_compile_s=aot_compile(value, *a_args),
+            ),
+            Item(
+                "a_grad", lambda: wall(grad, *a_args), mr, aot_compile_s=aot_compile(grad, *a_args)
+            ),
+        ]
+        items += self.breakdown_items(self.gram, self.gram_vjp, K, cot, a_args, mr)
+        run_interleaved(items, budget_s, max_reps)
+        by = {it.name: it for it in items}
+        med = {k: it.median for k, it in by.items()}
+        return {
+            "n": n,
+            "median_s": med,
+            "reps": {k: it.reps for k, it in by.items()},
+            "compile_s": {k: by[k].compile_s for k in ("a_value", "a_grad")},
+            "grad_over_value": med["a_grad"] / med["a_value"],
+            "outside_cholesky": {
+                "value": 1.0 - med["chol"] / med["a_value"],
+                "value_and_grad": 1.0 - med["chol_inv"] / med["a_grad"],
+            },
+        }
+
+    # --- trace count -----------------------------------------------------------------------------
+    def trace_count(self, x, y, num_structures: int, particles: int, depth: int, seed: int) -> dict:
+        """Call (a) on ``num_structures`` fresh prior batches, each with its own random mask of
+        the same padded length, and read how often JAX traced its body (value and
+        value_and_grad separately), counting from the benchmark's start: run it before (a)
+        sees any other input shape, so that the counts cover exactly this padded length."""
+        before = list(self.a_traces)
+        value, grad = self.a_value, self.a_grad
+        draw = prior_sampler(depth, particles)
+        rng = np.random.default_rng(seed)
+        xj, yj = jnp.asarray(x), jnp.asarray(y)
+        t0 = time.perf_counter()
+        drawn, outputs = [], []
+        for i in range(num_structures):  # no blocking inside: dispatch overlaps execution
+            ops, params, noise = draw(jax.random.fold_in(jax.random.PRNGKey(seed), 1_000_000 + i))
+            mask = rng.random(len(x)) < rng.uniform(0.5, 1.0)
+            mask[0] = True
+            mask = jnp.asarray(mask)
+            drawn.append(ops)
+            outputs.append(
+                (value(ops, params, noise, xj, yj, mask), grad(ops, params, noise, xj, yj, mask)[0])
+            )
+        outputs = np.asarray(jax.block_until_ready(outputs))
+        seconds = time.perf_counter() - t0
+        assert np.all(np.isfinite(outputs)), "non-finite log likelihood in the trace-count batches"
+        drawn = np.asarray(drawn)
+        batches = {b.tobytes() for b in drawn}
+        trees = {row.tobytes() for b in drawn for row in b}
+        return {
+            "calls": num_structures,
+            "distinct_batches": len(batches),
+            "distinct_trees": len(trees),
+            "value": self.a_traces[0],
+            "value_and_grad": self.a_traces[1],
+            "new_during_calls": [a - b for a, b in zip(self.a_traces, before, strict=True)],
+            "seconds": seconds,
+        }
+
+
+# =============================================================================================
+# Reporting
+# =============================================================================================
+def fmt_s(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 1.0:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+def fmt_x(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def fmt_pct(r: float | None) -> str:
+    return "-" if r is None else f"{r:.1%}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """Plain-text table: first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        pairs = enumerate(zip(row, widths, strict=True))
+        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in pairs]
+        return "  ".join(cells).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def print_comparison(res: dict, name: str) -> None:
+    med, reps, comp = res["median_s"], res["reps"], res["compile_s"]
+    P = res["particles"]
+    print(f"\n== {name}: N = {res['n']}, P = {P} ({res['nodes']} nodes in all) ==")
+    rows = []
+    labels = {
+        "a": "(a) evaluator, structure traced",
+        "b": "(b) naive per-pair stack machine",
+        "c": f"(c) specialised, sum of {P} fns",
+    }
+    for d, label in labels.items():
+        if f"{d}_value" not in med:
+            rows.append([label, "-", "-", "-", "-", "-"])
+            continue
+        rows.append(
+            [
+                label,
+                fmt_s(med[f"{d}_value"]),
+                fmt_s(med[f"{d}_grad"]),
+                f"{reps[f'{d}_value']}/{reps[f'{d}_grad']}",
+                fmt_s(comp.get(f"{d}_value")),
+                fmt_s(comp.get(f"{d}_grad")),
+            ]
+        )
+    for label, v, g in (
+        ("(a) part: K alone / K + its VJP", "gram", "gram_vjp"),
+        ("batched Cholesky / Cholesky + inv", "chol", "chol_inv"),
+    ):
+        if v not in med:
+            continue
+        rows.append([label, fmt_s(med[v]), fmt_s(med[g]), f"{reps[v]}/{reps[g]}", "", ""])
+    print(table(["design", "value", "value+grad", "reps", "compile v", "compile v+g"], rows))
+    if isinstance(res["naive"], str):
+        print(f"  (b) {res['naive']}")
+    sv, so, oc = res["speedup_vs_naive"], res["over_specialized"], res["outside_cholesky"]
+    ratio_rows = [
+        ["(a) value+grad / value", fmt_x(res["grad_over_value"]), ""],
+        ["speedup vs naive: (b) / (a)", fmt_x(sv["value"]), fmt_x(sv["value_and_grad"])],
+        ["(a) / specialised sum (c)", fmt_x(so["value"]), fmt_x(so["value_and_grad"])],
+        ["(a) share outside Cholesky [+inv]", fmt_pct(oc["value"]), fmt_pct(oc["value_and_grad"])],
+    ]
+    print(table(["ratio", "value", "value+grad"], ratio_rows))
+    print(
+        f"  compile: (a) first call minus steady state; (b) ahead of time (lower + compile); "
+        f"(c) summed over its {P} functions' first calls, plus "
+        f"{fmt_s(res['c_trace_and_build_s'])} to build the closures"
+    )
+
+
+def print_scaling(rows: list[dict]) -> None:
+    print("\n== (a) over N: P = 16, synthetic data ==")
+    header = [
+        "N",
+        "value",
+        "value+grad",
+        "vg/v",
+        "Cholesky",
+        "Chol+inv",
+        "out-chol v",
+        "out-chol vg",
+        "K alone",
+        "K + VJP",
+        "compile v",
+        "compile vg",
+        "reps",
+    ]
+    body = []
+    for r in rows:
+        m, oc, c = r["median_s"], r["outside_cholesky"], r["compile_s"]
+        body.append(
+            [
+                str(r["n"]),
+                fmt_s(m["a_value"]),
+                fmt_s(m["a_grad"]),
+                f"{r['grad_over_value']:.2f}",
+                fmt_s(m["chol"]),
+                fmt_s(m["chol_inv"]),
+                fmt_pct(oc["value"]),
+                fmt_pct(oc["value_and_grad"]),
+                fmt_s(m["gram"]),
+                fmt_s(m["gram_vjp"]),
+                fmt_s(c["a_value"]),
+                fmt_s(c["a_grad"]),
+                f"{r['reps']['a_value']}/{r['reps']['a_grad']}",
+            ]
+        )
+    print(table(header, body))
+    print(
+        "  out-chol v = 1 - Cholesky / value; out-chol vg = 1 - (Cholesky + inverse) / (value+grad)"
+    )
+    print("  K alone = gram() forward; K + VJP = grad of sum(cot * gram()) (its forward included)")
+    print("  compile = lower + compile ahead of time, fresh jitted functions for every N")
+
+
+# =============================================================================================
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="N = 144 only, few reps (< 1 minute)")
+    p.add_argument("--json", type=Path, help="write every figure to this JSON file")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="airline CSV (columns ds, y)")
+    p.add_argument("--particles", type=int, default=16)
+    p.add_argument("--depth", type=int, default=3)
+    p.add_argument("--seed", type=int, default=3, help="prior seed (3: 50 nodes, 3 CP trees)")
+    p.add_argument("--synthetic-n", type=int, default=512)
+    p.add_argument("--structures", type=int, default=200, help="prior batches for the trace count")
+    p.add_argument("--budget", type=float, help="seconds per measurement at N = 144")
+    p.add_argument("--max-reps", type=int, help="cap on repetitions per measurement")
+    p.add_argument("--no-scaling", action="store_true", help="skip the (a)-over-N table")
+    p.add_argument(
+        "--no-atoms-check", action="store_true", help="skip the every-atom agreement check"
+    )
+    p.add_argument(
+        "--blas-threads",
+        help="OPENBLAS_NUM_THREADS for jaxlib's LAPACK calls (default: the environment's, else 1)",
+    )
+    return p.parse_args(argv)
+
+
+def set_blas_threads(requested: str | None) -> str:
+    """Pin OpenBLAS's thread count before jaxlib loads its LAPACK (lazily, via scipy).
+
+    jaxlib's CPU Cholesky and triangular solves call scipy's OpenBLAS. With its default thread
+    pool on a small, shared machine, calls intermittently stall for seconds (measured here:
+    ~6.6 s on 2 cores at load ~7, against ~15 ms normally), which swamps every median.
+    """
+    value = requested or os.environ.get("OPENBLAS_NUM_THREADS") or "1"
+    if "scipy.linalg" in sys.modules:
+        print("warning: scipy is already loaded; OPENBLAS_NUM_THREADS cannot take effect")
+    os.environ["OPENBLAS_NUM_THREADS"] = value
+    return value
+
+
+@contextlib.contextmanager
+def phase(report: dict, name: str):
+    """Record a phase's wall and CPU (this process, all threads) seconds in ``report``."""
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    try:
+        yield
+    finally:
+        report.setdefault("phases", {})[name] = {
+            "wall_s": time.perf_counter() - wall0,
+            "cpu_s": time.process_time() - cpu0,
+        }
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    blas_threads = set_blas_threads(args.blas_threads)
+    t_start = time.perf_counter()
+    quick = args.quick
+    budget = args.budget if args.budget is not None else (0.5 if quick else 1.5)
+    max_reps = args.max_reps if args.max_reps is not None else (9 if quick else 31)
+    print(
+        f"bench_evaluator: jax {jax.__version__}, {jax.devices()[0].platform} "
+        f"({platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}), "
+        f"float64, OPENBLAS_NUM_THREADS={blas_threads}; P = {args.particles}, D = {args.depth}, "
+        f"seed {args.seed}; {'quick' if quick else 'full'} run",
+        flush=True,
+    )
+    report: dict = {"config": {}, "workloads": {}}
+    with phase(report, "setup"):
+        bench = Bench()
+        ops, params, noise = prior_batch(args.depth, args.particles, args.seed)
+    nodes = np.sum(ops != spec.EMPTY, axis=1)
+    print(f"workload trees: {', '.join(map(str, nodes))} nodes ({int(nodes.sum())} in all)")
+    report["config"] = {
+        "quick": quick,
+        "particles": args.particles,
+        "depth": args.depth,
+        "seed": args.seed,
+        "nodes_per_tree": nodes.tolist(),
+        "budget_s": budget,
+        "max_reps": max_reps,
+        "jax": jax.__version__,
+        "platform": jax.devices()[0].platform,
+        "cpu_count": os.cpu_count(),
+        "openblas_num_threads": blas_threads,
+        "load_avg_start": os.getloadavg()[0],
+    }
+
+    workloads = [
+        Workload("airline_144", np.linspace(0, 1, 144), load_airline(args.data), ops, params, noise)
+    ]
+    if not quick:
+        n = args.synthetic_n
+        x = np.linspace(0, 1, n)
+        workloads.append(Workload(f"synthetic_{n}", x, synthetic_series(n), ops, params, noise))
+    for w in workloads:
+        print(f"\n[{w.name}] agreement, then timing (a), (b), (c) interleaved", flush=True)
+        small = w.n <= 256
+        with phase(report, w.name):
+            res = bench.compare(
+                w,
+                budget_s=budget if small else 2 * budget,
+                max_reps=max_reps,
+                min_reps=(3 if quick else 7) if small else 3,
+                # (b) compiles ahead of time, so its agreement-check calls count as repetitions;
+                # its gradient costs seconds at N = 144 and minutes at N = 512.
+                naive_min_reps=(1, 1) if quick else ((3, 2) if small else (1, 1)),
+                breakdown=not quick,
+            )
+        report["workloads"][w.name] = res
+        print_comparison(res, w.name)
+        if w is workloads[0]:
+            # Right after the first workload, while (a) has seen no other padded length.
+            with phase(report, "trace_count"):
+                trace_count_section(bench, w, args, report)
+            if not quick and not args.no_atoms_check and args.depth >= 3:
+                with phase(report, "every_atom_check"):
+                    every_atom_section(bench, w, args)
+
+    main_res = report["workloads"]["airline_144"]
+    for key in ("grad_over_value", "speedup_vs_naive", "over_specialized", "outside_cholesky"):
+        report[key] = main_res[key]
+    report["compile_s_evaluator"] = {
+        "value": main_res["compile_s"]["a_value"],
+        "value_and_grad": main_res["compile_s"]["a_grad"],
+    }
+
+    if not quick and not args.no_scaling:
+        print("\n[scaling of (a)]", flush=True)
+        with phase(report, "scaling"):
+            rows = bench.scaling(ops, params, noise, SCALING_NS, 2 * budget, max_reps)
+        report["scaling"] = rows
+        print_scaling(rows)
+
+    report["total_s"] = time.perf_counter() - t_start
+    report["config"]["load_avg_end"] = os.getloadavg()[0]
+    phases = ", ".join(
+        f"{k} {v['wall_s']:.0f}/{v['cpu_s']:.0f}" for k, v in report["phases"].items()
+    )
+    print(f"\nphases, wall/CPU seconds: {phases}")
+    print(f"total {report['total_s']:.1f} s (load avg now {os.getloadavg()[0]:.1f})")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+        print(f"wrote {args.json}")
+    return report
+
+
+def trace_count_section(bench: Bench, w: Workload, args: argparse.Namespace, report: dict) -> None:
+    print(f"\n[trace count] (a) on {args.structures} prior batches, random masks", flush=True)
+    tc = bench.trace_count(w.x, w.y, args.structures, args.particles, args.depth, args.seed)
+    report["traces"] = max(tc["value"], tc["value_and_grad"])
+    report["traces_detail"] = tc
+    print(
+        f"  N = {w.n}: {tc['calls']} calls ({tc['distinct_batches']} distinct batches, "
+        f"{tc['distinct_trees']} distinct trees, a new mask each) after the workload's; "
+        f"traces in all: value {tc['value']}, value+grad {tc['value_and_grad']}; new during "
+        f"the {tc['calls']} calls: {tc['new_during_calls']} ({tc['seconds']:.1f} s)"
+    )
+
+
+def every_atom_section(bench: Bench, w: Workload, args: argparse.Namespace) -> None:
+    """(a) == (b) == (c) on trees that use every atom; same shapes as ``w``, so (a) and (b)
+    reuse their compiled programs."""
+    print("\n[every atom] agreement of (a), (b), (c) on trees using every atom", flush=True)
+    a_ops, a_params, a_noise = all_atoms_batch(args.depth, args.particles, args.seed)
+    wa = Workload("all_atoms", w.x, w.y, a_ops, a_params, a_noise)
+    naive = bench.compile_naive(wa)
+    bench.check_agreement(
+        wa, make_specialised(a_ops, share=True), None if isinstance(naive, str) else naive
+    )
+
+
+if __name__ == "__main__":
+    main()
