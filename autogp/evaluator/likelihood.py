@@ -67,25 +67,6 @@ def robust_cholesky(K, noise_var, mask):
     return jnp.where(ok[..., None, None], L, eye), ok
 
 
-def lower_triangular_inverse(L, block: int = 32):
-    """Inverse of lower-triangular ``L`` (batched) by 2x2 block recursion.
-
-    [[A, 0], [B, C]]^-1 = [[A^-1, 0], [-C^-1 B A^-1, C^-1]]: the work moves from triangular
-    solves against the identity (which ignore its zeros) into matrix products.
-    """
-    n = L.shape[-1]
-    if n <= block:
-        eye = jnp.broadcast_to(jnp.eye(n, dtype=L.dtype), L.shape)
-        return solve_triangular(L, eye, lower=True)
-    h = n // 2
-    a_inv = lower_triangular_inverse(L[..., :h, :h], block)
-    c_inv = lower_triangular_inverse(L[..., h:, h:], block)
-    lower_left = -c_inv @ (L[..., h:, :h] @ a_inv)
-    top = jnp.concatenate([a_inv, jnp.zeros(L.shape[:-2] + (h, n - h), L.dtype)], axis=-1)
-    bottom = jnp.concatenate([lower_left, c_inv], axis=-1)
-    return jnp.concatenate([top, bottom], axis=-2)
-
-
 def _solve(L, b):
     return jax.scipy.linalg.cho_solve((L, True), b)
 
@@ -113,9 +94,10 @@ def _logml_fwd(K, noise_var, y, mask):
 
 def _logml_bwd(residuals, g):
     L, alpha, ok, mask = residuals
-    # (K + s I)^-1 = W^T W with W = L^-1 (a blocked triangular inverse and one matrix product),
+    # (K + s I)^-1 = W^T W with W = L^-1: one triangular solve and one matrix product, which
     # measured faster on CPU than cho_solve's two triangular solves against the identity.
-    W = lower_triangular_inverse(L)
+    eye = jnp.broadcast_to(jnp.eye(L.shape[-1], dtype=L.dtype), L.shape)
+    W = solve_triangular(L, eye, lower=True)
     inv = jnp.swapaxes(W, -1, -2) @ W
     m = mask.astype(L.dtype)
     G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - inv) * m[..., :, None] * m[..., None, :]
