@@ -25,8 +25,9 @@ Before timing, the three designs are checked to agree (values rtol 1e-8, gradien
 every workload and (full run) on an extra batch that uses every atom of ``spec.ATOMS``.
 
 Also reported for (a): compile time (first call minus steady state), the number of traces over
-200 distinct prior batches with varying masks, and a scaling table over N with the share of time
-spent outside the Cholesky factorisation (value) and outside Cholesky + inverse (gradient).
+200 distinct prior batches with varying masks (value on all of them, value_and_grad on all in the
+full run and on 40 with ``--quick``), and a scaling table over N with the share of time spent
+outside the Cholesky factorisation (value) and outside Cholesky + inverse (gradient).
 
 Timings are medians over repetitions; the designs are interleaved within each repetition (and
 their order rotated) so that background load hits all of them alike. Repetition counts adapt to
@@ -606,8 +607,8 @@ class Bench:
             grads["b"] = (np.asarray(gb), np.asarray(gnb))
         vc, gc, gnc = 0.0, [], []
         for (fv, fg), args in zip(c_fns, self.c_args(w), strict=True):
-            vc += float(call("c_value", fv, *args))
-            _, (g, gn) = call("c_grad", fg, *args)
+            v, (g, gn) = call("c_grad", fg, *args)
+            vc += float(v) if fv is None else float(call("c_value", fv, *args))
             gc.append(np.asarray(g))
             gnc.append(float(gn))
         values["c"] = vc
@@ -759,16 +760,33 @@ class Bench:
         ]
 
     # --- (a) over N ----------------------------------------------------------------------------
-    def scaling(self, ops, params, noise, ns, budget_s, max_reps) -> list[dict]:
+    def scaling(self, ops, params, noise, ns, budget_s, max_reps, reuse=None) -> list[dict]:
+        """(a) over N; ``reuse`` maps N to a :meth:`compare` result already measured there."""
         rows = []
         for n in ns:
-            rows.append(self.scaling_row(ops, params, noise, n, budget_s, max_reps))
+            if reuse and n in reuse:
+                rows.append(self.row_from_comparison(reuse[n]))
+            else:
+                rows.append(self.scaling_row(ops, params, noise, n, budget_s, max_reps))
             m = rows[-1]["median_s"]
             print(
                 f"  N={n:5d}: value {fmt_s(m['a_value'])}, value+grad {fmt_s(m['a_grad'])}",
                 flush=True,
             )
         return rows
+
+    @staticmethod
+    def row_from_comparison(res: dict) -> dict:
+        keys = ("a_value", "a_grad", "chol", "chol_inv", "gram", "gram_vjp")
+        return {
+            "n": res["n"],
+            "median_s": {k: res["median_s"][k] for k in keys},
+            "reps": {k: res["reps"][k] for k in keys},
+            "compile_s": {k: res["compile_s"][k] for k in ("a_value", "a_grad")},
+            "grad_over_value": res["grad_over_value"],
+            "outside_cholesky": res["outside_cholesky"],
+            "from_comparison": True,
+        }
 
     def scaling_row(self, ops, params, noise, n, budget_s, max_reps) -> dict:
         w = Workload(
@@ -809,11 +827,14 @@ class Bench:
         }
 
     # --- trace count -----------------------------------------------------------------------------
-    def trace_count(self, x, y, num_structures: int, particles: int, depth: int, seed: int) -> dict:
+    def trace_count(
+        self, x, y, num_structures: int, particles: int, depth: int, seed: int, grad_calls: int
+    ) -> dict:
         """Call (a) on ``num_structures`` fresh prior batches, each with its own random mask of
-        the same padded length, and read how often JAX traced its body (value and
-        value_and_grad separately), counting from the benchmark's start: run it before (a)
-        sees any other input shape, so that the counts cover exactly this padded length."""
+        the same padded length, and read how often JAX traced its body, counting from the
+        benchmark's start: run it before (a) sees any other input shape, so that the counts
+        cover exactly this padded length. The value function gets every batch, the
+        value_and_grad function the first ``grad_calls`` (it costs ~3x as much to run)."""
         before = list(self.a_traces)
         value, grad = self.a_value, self.a_grad
         draw = prior_sampler(depth, particles)
@@ -827,9 +848,9 @@ class Bench:
             mask[0] = True
             mask = jnp.asarray(mask)
             drawn.append(ops)
-            outputs.append(
-                (value(ops, params, noise, xj, yj, mask), grad(ops, params, noise, xj, yj, mask)[0])
-            )
+            outputs.append(value(ops, params, noise, xj, yj, mask))
+            if i < grad_calls:
+                outputs.append(grad(ops, params, noise, xj, yj, mask)[0])
         outputs = np.asarray(jax.block_until_ready(outputs))
         seconds = time.perf_counter() - t0
         assert np.all(np.isfinite(outputs)), "non-finite log likelihood in the trace-count batches"
@@ -838,6 +859,7 @@ class Bench:
         trees = {row.tobytes() for b in drawn for row in b}
         return {
             "calls": num_structures,
+            "value_and_grad_calls": min(grad_calls, num_structures),
             "distinct_batches": len(batches),
             "distinct_trees": len(trees),
             "value": self.a_traces[0],
@@ -922,9 +944,19 @@ def print_comparison(res: dict, name: str) -> None:
         ["(a) value+grad / value", fmt_x(res["grad_over_value"]), ""],
         ["speedup vs naive: (b) / (a)", fmt_x(sv["value"]), fmt_x(sv["value_and_grad"])],
         ["(a) / specialised sum (c)", fmt_x(so["value"]), fmt_x(so["value_and_grad"])],
-        ["(a) / (a') regular grid", fmt_x(rg["value"]), fmt_x(rg["value_and_grad"])],
-        ["(a) share outside Cholesky [+inv]", fmt_pct(oc["value"]), fmt_pct(oc["value_and_grad"])],
     ]
+    if rg["value"] is not None:
+        ratio_rows.append(
+            ["(a) / (a') regular grid", fmt_x(rg["value"]), fmt_x(rg["value_and_grad"])]
+        )
+    if oc["value"] is not None:
+        ratio_rows.append(
+            [
+                "(a) share outside Cholesky [+inv]",
+                fmt_pct(oc["value"]),
+                fmt_pct(oc["value_and_grad"]),
+            ]
+        )
     print(table(["ratio", "value", "value+grad"], ratio_rows))
     print(
         f"  compile: (a), (a') first call minus steady state; (b) ahead of time (lower + compile); "
@@ -955,7 +987,7 @@ def print_scaling(rows: list[dict]) -> None:
         m, oc, c = r["median_s"], r["outside_cholesky"], r["compile_s"]
         body.append(
             [
-                str(r["n"]),
+                f"{r['n']}{'*' if r.get('from_comparison') else ''}",
                 fmt_s(m["a_value"]),
                 fmt_s(m["a_grad"]),
                 f"{r['grad_over_value']:.2f}",
@@ -975,7 +1007,9 @@ def print_scaling(rows: list[dict]) -> None:
         "  out-chol v = 1 - Cholesky / value; out-chol vg = 1 - (Cholesky + inverse) / (value+grad)"
     )
     print("  K alone = gram() forward; K + VJP = grad of sum(cot * gram()) (its forward included)")
-    print("  compile = lower + compile ahead of time, fresh jitted functions for every N")
+    print("  compile = lower + compile ahead of time, fresh jitted functions for every N;")
+    print("  rows marked * are the three-way comparison's (a) figures at that N (compile there:")
+    print("  first call minus steady state)")
 
 
 # =============================================================================================
@@ -1035,7 +1069,7 @@ def main(argv=None) -> dict:
     t_start = time.perf_counter()
     quick = args.quick
     budget = args.budget if args.budget is not None else (0.5 if quick else 1.5)
-    max_reps = args.max_reps if args.max_reps is not None else (9 if quick else 31)
+    max_reps = args.max_reps if args.max_reps is not None else (7 if quick else 31)
     print(
         f"bench_evaluator: jax {jax.__version__}, {jax.devices()[0].platform} "
         f"({platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}), "
@@ -1106,7 +1140,8 @@ def main(argv=None) -> dict:
     if not quick and not args.no_scaling:
         print("\n[scaling of (a)]", flush=True)
         with phase(report, "scaling"):
-            rows = bench.scaling(ops, params, noise, SCALING_NS, 2 * budget, max_reps)
+            reuse = {res["n"]: res for res in report["workloads"].values()}
+            rows = bench.scaling(ops, params, noise, SCALING_NS, 2 * budget, max_reps, reuse)
         report["scaling"] = rows
         print_scaling(rows)
 
@@ -1125,14 +1160,18 @@ def main(argv=None) -> dict:
 
 def trace_count_section(bench: Bench, w: Workload, args: argparse.Namespace, report: dict) -> None:
     print(f"\n[trace count] (a) on {args.structures} prior batches, random masks", flush=True)
-    tc = bench.trace_count(w.x, w.y, args.structures, args.particles, args.depth, args.seed)
+    grad_calls = min(40, args.structures) if args.quick else args.structures
+    tc = bench.trace_count(
+        w.x, w.y, args.structures, args.particles, args.depth, args.seed, grad_calls
+    )
     report["traces"] = max(tc["value"], tc["value_and_grad"])
     report["traces_detail"] = tc
     print(
         f"  N = {w.n}: {tc['calls']} calls ({tc['distinct_batches']} distinct batches, "
         f"{tc['distinct_trees']} distinct trees, a new mask each) after the workload's; "
-        f"traces in all: value {tc['value']}, value+grad {tc['value_and_grad']}; new during "
-        f"the {tc['calls']} calls: {tc['new_during_calls']} ({tc['seconds']:.1f} s)"
+        f"traces in all: value {tc['value']}, value+grad {tc['value_and_grad']} (called on "
+        f"{tc['value_and_grad_calls']} of the batches); new during these calls: "
+        f"{tc['new_during_calls']} ({tc['seconds']:.1f} s)"
     )
 
 
@@ -1143,9 +1182,10 @@ def every_atom_section(bench: Bench, w: Workload, args: argparse.Namespace) -> N
     a_ops, a_params, a_noise = all_atoms_batch(args.depth, args.particles, args.seed)
     wa = Workload("all_atoms", w.x, w.y, a_ops, a_params, a_noise)
     naive = bench.compile_naive(wa)
-    bench.check_agreement(
-        wa, make_specialised(a_ops, share=True), None if isinstance(naive, str) else naive
-    )
+    # (c) through its value_and_grad functions only, one per distinct structure: half the
+    # compilations of the timed design.
+    c_fns = [(None, fg) for _, fg in make_specialised(a_ops, share=True)]
+    bench.check_agreement(wa, c_fns, None if isinstance(naive, str) else naive)
 
 
 if __name__ == "__main__":
