@@ -321,6 +321,16 @@ class SMCConfig:
         "choice",
         choices=("uniform", "leaf_biased"),
     )
+    period_proposal: float = _key(
+        0.5,
+        "share of new PER periods drawn near the periodogram's peaks (exact MH; 0: prior only)",
+        "float", lo=0.0, hi=0.99,
+    )
+    period_peaks: int = _key(3, "periodogram peaks the period proposal uses", "int", lo=1, hi=20)
+    period_spread: float = _key(
+        0.05, "spread (sd of the log period) of the proposal around each peak", "float",
+        lo=1e-4, hi=2.0,
+    )
 
     def _check(self, prefix: str) -> None:
         if self.schedule == "counts" and not self.counts:

@@ -15,6 +15,7 @@ from scipy import stats
 
 from autogp.inference import grammar as gr
 from autogp.inference import moves as mv
+from autogp.inference import periods
 from autogp.kernels import spec
 from tests.enumerate_trees import contains, enumerate_trees, size, to_heap
 
@@ -422,3 +423,67 @@ def test_vmap_over_a_series_axis():
     )
     np.testing.assert_array_equal(permuted.ops, new.ops[perm])
     np.testing.assert_array_equal(permuted_accepted, accepted[perm])
+
+
+# --- the data-driven period proposal keeps the chain exact -------------------------------------
+PERIOD_PROPOSAL = periods.PeriodProposal(
+    log_centers=jnp.asarray([-3.0, 0.8, 0.0]),
+    log_weights=jnp.log(jnp.asarray([0.7, 0.3, 1e-300])),
+    mix=jnp.asarray(0.8),
+    scale=jnp.asarray(0.1),
+)
+PERIOD_MEAN = float(GRAMMAR.prior_mean_table[spec.PER, periods.PERIOD_INDEX])
+PERIOD_STD = float(GRAMMAR.prior_std_table[spec.PER, periods.PERIOD_INDEX])
+# A likelihood factor N(v; 0.5, 0.6) on every PER leaf's log period v: with the prior
+# N(PERIOD_MEAN, PERIOD_STD) each leaf's period then has a closed-form normal posterior.
+F_MEAN, F_STD = 0.5, 0.6
+
+
+@functools.partial(jax.jit, static_argnames=("move", "period_likelihood"))
+def run_period_chains(key, move, period_likelihood):
+    """Chains of subtree-replace (or the mixture) with the period proposal; returns the final
+    trees, their parameters and the visited codes."""
+    def log_likelihood(ops, params, noise):
+        if not period_likelihood:
+            return jnp.zeros(ops.shape[0])
+        v = params[..., periods.PERIOD_INDEX]
+        log_n = -0.5 * ((v - F_MEAN) / F_STD) ** 2
+        return jnp.sum(jnp.where(ops == spec.PER, log_n, 0.0), axis=-1)
+
+    key_init, key_steps = jax.random.split(key)
+    ops, params, noise = gr.sample_prior(GRAMMAR, NUM_CHAINS, key=key_init)
+    state = mv.ParticleState(ops, params, noise, log_likelihood(ops, params, noise))
+    proposal = jax.tree_util.tree_map(
+        lambda a: jnp.broadcast_to(a, (NUM_CHAINS,) + a.shape), PERIOD_PROPOSAL
+    )
+    run = {"replace": mv.subtree_replace, "mixture": mv.structure_move}[move]
+
+    def step(state, k):
+        state, _ = run(GRAMMAR, state, log_likelihood, key=k, period_proposal=proposal)
+        return state, encode(state.ops)
+
+    state, codes = jax.lax.scan(step, state, jax.random.split(key_steps, NUM_STEPS))
+    return state.ops, state.params, codes
+
+
+@pytest.mark.parametrize("move", ["replace", "mixture"])
+@pytest.mark.parametrize("period_likelihood", [False, True])
+def test_period_proposal_keeps_the_target(move, period_likelihood):
+    ops, params, codes = run_period_chains(jax.random.key(7), move, period_likelihood)
+    ops, params = np.asarray(ops), np.asarray(params)
+    # Periods of PER leaves in the final states (one per chain: independent draws).
+    first_per = np.argmax(ops == spec.PER, axis=1)
+    has_per = np.any(ops == spec.PER, axis=1)
+    v = params[np.arange(len(ops)), first_per, periods.PERIOD_INDEX][has_per]
+    if period_likelihood:
+        precision = 1 / PERIOD_STD**2 + 1 / F_STD**2
+        mean = (PERIOD_MEAN / PERIOD_STD**2 + F_MEAN / F_STD**2) / precision
+        std = precision**-0.5
+    else:
+        mean, std = PERIOD_MEAN, PERIOD_STD
+        # The structure marginal is still the prior.
+        tv, _ = check_chain(np.asarray(codes)[BURN_IN:], PRIOR)
+        assert tv < 0.05, tv
+    assert len(v) > 100
+    # Without the p/q correction the periods pile up at the proposal's peaks (-3.0 and 0.8).
+    assert stats.kstest(v, stats.norm(mean, std).cdf).pvalue > 1e-3

@@ -182,3 +182,19 @@ def test_a_fit_where_every_particle_fails_raises_a_clear_error():
     y[3] = np.inf  # no particle can score this
     with pytest.raises(FloatingPointError, match="every particle failed"):
         smc.run_smc(x, y, cfg, key=jax.random.key(0))
+
+
+def test_periodogram_finds_known_periods_on_irregular_times():
+    from autogp.inference.periods import candidate_periods
+
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(0, 1, 300))
+    y = 3 * x + np.sin(2 * np.pi * x / 0.07) + 0.5 * np.sin(2 * np.pi * x / 0.23)
+    y = y + 0.2 * rng.normal(size=x.size)
+    log_periods, weights = candidate_periods(x, y, num=3)
+    assert abs(np.exp(log_periods[0]) / 0.07 - 1) < 0.02
+    assert abs(np.exp(log_periods[1]) / 0.23 - 1) < 0.05
+    assert weights[0] > weights[1] and np.isclose(weights.sum(), 1)
+    # A flat or too short series has no peaks (the proposal then falls back to the prior).
+    assert len(candidate_periods(x, np.ones_like(x))[0]) == 0
+    assert len(candidate_periods(x[:5], y[:5])[0]) == 0

@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from autogp.inference import grammar as gr
+from autogp.inference import periods
 from autogp.kernels import spec
 
 Array = jax.Array
@@ -88,6 +89,7 @@ def propose_subtree_replace(
     *,
     key: Array,
     pick: PickRule = "uniform",
+    period_proposal: periods.PeriodProposal | None = None,
 ) -> Proposal:
     """Subtree-replace proposal for one tree.
 
@@ -99,12 +101,33 @@ def propose_subtree_replace(
 
     so the move accepts with alpha = min(1, L(T') q_pick(i|T') / (L(T) q_pick(i|T))).
     Parameters of S' come from their prior (refine them only after acceptance).
+
+    With a ``period_proposal`` (see :mod:`autogp.inference.periods`), the periods of PER leaves
+    in S' come from q instead of the prior, and the ratio gains
+    ``sum_{PER in S'} log p/q - sum_{PER in S} log p/q`` (the new draw's density and the
+    reverse draw's).
     """
     key_pick, key_draw = jax.random.split(key)
     log_pick = log_pick_probs(ops, pick)
     slot = jax.random.categorical(key_pick, log_pick).astype(jnp.int32)
+    if period_proposal is not None:
+        key_draw, key_period = jax.random.split(key_draw)
     new_ops, new_params, _ = gr.sample_subtree(grammar, ops, params, slot, key=key_draw)
     log_ratio = log_pick_probs(new_ops, pick)[slot] - log_pick[slot]
+    if period_proposal is not None:
+        mean = grammar.prior_mean_table[spec.PER, periods.PERIOD_INDEX]
+        std = grammar.prior_std_table[spec.PER, periods.PERIOD_INDEX]
+        new_region = gr.subtree_mask(new_ops, slot)
+        new_params = periods.redraw_periods(
+            new_ops, new_params, new_region, period_proposal, key=key_period
+        )
+        log_ratio = (
+            log_ratio
+            - periods.region_correction(new_ops, new_params, new_region, mean, std,
+                                        period_proposal)
+            + periods.region_correction(ops, params, gr.subtree_mask(ops, slot), mean, std,
+                                        period_proposal)
+        )
     return Proposal(new_ops, new_params, log_ratio)
 
 
@@ -329,11 +352,14 @@ def accept_reject(
     return new_state, accepted
 
 
-def _batched_replace(grammar: gr.Grammar, state: ParticleState, pick: PickRule, key: Array):
+def _batched_replace(grammar: gr.Grammar, state: ParticleState, pick: PickRule, key: Array,
+                     period_proposal: periods.PeriodProposal | None = None):
     keys = jax.random.split(key, state.ops.shape[0])
-    return jax.vmap(lambda o, p, k: propose_subtree_replace(grammar, o, p, key=k, pick=pick))(
-        state.ops, state.params, keys
-    )
+    return jax.vmap(
+        lambda o, p, k, q: propose_subtree_replace(
+            grammar, o, p, key=k, pick=pick, period_proposal=q
+        )
+    )(state.ops, state.params, keys, period_proposal)
 
 
 def _batched_detach_attach(grammar: gr.Grammar, state: ParticleState, key: Array):
@@ -350,6 +376,7 @@ def subtree_replace(
     *,
     key: Array,
     pick: PickRule = "uniform",
+    period_proposal: periods.PeriodProposal | None = None,
 ) -> tuple[ParticleState, Array]:
     """One subtree-replace MH step for every particle.
 
@@ -357,7 +384,7 @@ def subtree_replace(
     :func:`propose_subtree_replace`. Returns ``(new_state, accepted [P])``.
     """
     key_propose, key_accept = jax.random.split(key)
-    proposal = _batched_replace(grammar, state, pick, key_propose)
+    proposal = _batched_replace(grammar, state, pick, key_propose, period_proposal)
     return accept_reject(state, proposal, log_likelihood_fn, key=key_accept)
 
 
@@ -387,6 +414,7 @@ def structure_move(
     key: Array,
     replace_prob: float = 0.5,
     pick: PickRule = "uniform",
+    period_proposal: periods.PeriodProposal | None = None,
 ) -> tuple[ParticleState, Array]:
     """A mixture move: each particle independently does subtree-replace with probability
     ``replace_prob`` and detach-attach otherwise.
@@ -395,18 +423,19 @@ def structure_move(
     mixture weights cancel and each particle's acceptance ratio is that of its component. Both
     proposals are built for every particle (fixed shapes; cheap next to the likelihood) and
     one is selected per particle, so the likelihood is evaluated once for all P proposals.
+    ``period_proposal`` (per-particle arrays) changes how subtree-replace draws PER periods.
     Returns ``(new_state, accepted [P])``.
     """
     if not 0.0 <= replace_prob <= 1.0:
         raise ValueError("replace_prob must be in [0, 1]")
     key_kind, key_replace, key_detach, key_accept = jax.random.split(key, 4)
     if replace_prob == 1.0:
-        proposal = _batched_replace(grammar, state, pick, key_replace)
+        proposal = _batched_replace(grammar, state, pick, key_replace, period_proposal)
     elif replace_prob == 0.0:
         proposal = _batched_detach_attach(grammar, state, key_detach)
     else:
         use_replace = jax.random.uniform(key_kind, state.log_likelihood.shape) < replace_prob
-        replace = _batched_replace(grammar, state, pick, key_replace)
+        replace = _batched_replace(grammar, state, pick, key_replace, period_proposal)
         reattach = _batched_detach_attach(grammar, state, key_detach)
         proposal = jax.tree_util.tree_map(
             lambda x, y: jnp.where(use_replace.reshape((-1,) + (1,) * (x.ndim - 1)), x, y),
