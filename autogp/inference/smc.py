@@ -28,9 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from autogp.evaluator import is_regular_grid, log_marginal_likelihood
-from autogp.kernels import spec
 from autogp.inference import grammar as gr
 from autogp.inference import moves, periods, refine, resampling
+from autogp.kernels import spec
 
 Array = jax.Array
 
