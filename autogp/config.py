@@ -327,6 +327,10 @@ class SMCConfig:
         "float", lo=0.0, hi=0.99,
     )
     period_peaks: int = _key(3, "periodogram peaks the period proposal uses", "int", lo=1, hi=20)
+    workers: int = _key(
+        1, "processes fitting the series of a panel in parallel (results do not depend on it)",
+        "int", lo=1, hi=256,
+    )
     period_spread: float = _key(
         0.05, "spread (sd of the log period) of the proposal around each peak", "float",
         lo=1e-4, hi=2.0,

@@ -104,6 +104,40 @@ def main(
     ] = False,
 ) -> None:
     """Automatic Gaussian-process forecasting (autogp)."""
+    enable_compilation_cache()
+
+
+def enable_compilation_cache() -> Path | None:
+    """Keep compiled programs on disk between runs (JAX's persistent cache).
+
+    Compiling the SMC round takes 10-20 s on 2 cores and the program depends only on the
+    settings and the padded data length, so a second ``autogp`` run with the same settings
+    loads it in well under a second. The folder is ``$AUTOGP_CACHE_DIR`` or
+    ``~/.cache/autogp/jax``; ``AUTOGP_CACHE_DIR=off`` disables it. Spawned panel workers
+    inherit it through the environment.
+    """
+    import os
+
+    import jax
+
+    where = os.environ.get("AUTOGP_CACHE_DIR")
+    if where is not None and where.lower() in ("off", "0", "none", ""):
+        return None
+    if where is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        where = os.path.join(base, "autogp", "jax")
+    try:
+        os.makedirs(where, exist_ok=True)
+    except OSError:
+        return None  # read-only home: run without the cache
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", where)
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "1")
+    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+    jax.config.update(
+        "jax_persistent_cache_min_compile_time_secs",
+        float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+    )
+    return Path(where)
 
 
 # ---- output helpers --------------------------------------------------------------------------
@@ -186,6 +220,9 @@ def fit(
     ] = None,
     particles: Annotated[int | None, typer.Option("--particles", "-p", min=1)] = None,
     seed: Annotated[int | None, typer.Option(min=0)] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Processes fitting a panel's series in parallel.", min=1)
+    ] = None,
     time_col: Annotated[str | None, typer.Option(help="Time column (default ds).")] = None,
     target_col: Annotated[str | None, typer.Option(help="Value column (default y).")] = None,
     id_col: Annotated[str | None, typer.Option(help="Series-id column of a panel.")] = None,
@@ -222,6 +259,8 @@ def fit(
         overrides["data.aggregate"] = aggregate
     if horizon is not None:
         overrides["forecast.horizon"] = horizon
+    if workers is not None:
+        overrides["smc.workers"] = workers
     model = AutoGP(
         config,
         seed=seed,
@@ -337,8 +376,23 @@ def explain(
 def run(
     config_path: Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment TOML file.")],
     limit: Annotated[
-        int | None, typer.Option(help="Only the first N series of a panel.", min=1)
+        int | None,
+        typer.Option(help="A sample of N series (stratified by category, fixed seed).", min=1),
     ] = None,
+    output_dir: Annotated[
+        Path | None, typer.Option("--output-dir", help="Output folder (default output.dir).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Processes fitting series in parallel.", min=1)
+    ] = None,
+    baselines: Annotated[
+        bool,
+        typer.Option(
+            "--baselines/--no-baselines",
+            help="Also fit statsforecast's AutoETS, AutoARIMA, AutoTheta, SeasonalNaive "
+            "(needs the bench extra).",
+        ),
+    ] = False,
     holdout: Annotated[
         int | None,
         typer.Option(help="Hold out the last N points of each series (no split column).", min=1),
@@ -352,10 +406,16 @@ def run(
     """Run an experiment described by a config file: data, model, horizon, outputs, metrics."""
     from autogp.cli.run import run_experiment
 
+    overrides = parse_overrides(set_ or [])
+    if output_dir is not None:
+        overrides["output.dir"] = str(output_dir)
+    if workers is not None:
+        overrides["smc.workers"] = workers
     run_experiment(
         config_path,
-        overrides=parse_overrides(set_ or []),
+        overrides=overrides,
         limit=limit,
+        baselines=baselines,
         holdout=holdout,
         quiet=quiet,
         out=_out(),

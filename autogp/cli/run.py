@@ -18,6 +18,7 @@ then (by file name) in ``examples/data/`` and ``../shared/data/``.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -95,11 +96,46 @@ def _score(
     return row
 
 
+def stratified_sample(
+    series: list[TimeSeries], data_path: Path, id_col: str | None, limit: int, seed: int
+) -> list[TimeSeries]:
+    """``limit`` series drawn without replacement, stratified by the file's ``category`` column
+    when it has one (proportional allocation, largest remainders), with a fixed seed; the
+    chosen series keep the file's order."""
+    if limit >= len(series):
+        return series
+    rng = np.random.default_rng(seed)
+    ids = [s.unique_id for s in series]
+    category = None
+    if id_col is not None:
+        head = pd.read_csv(data_path, nrows=0).columns
+        if "category" in head:
+            frame = pd.read_csv(data_path, usecols=[id_col, "category"]).drop_duplicates(id_col)
+            category = dict(zip(frame[id_col].astype(str), frame["category"].astype(str),
+                                strict=True))
+    if category is None:
+        chosen = set(rng.choice(len(ids), size=limit, replace=False).tolist())
+        return [s for i, s in enumerate(series) if i in chosen]
+    groups: dict[str, list[int]] = {}
+    for i, uid in enumerate(ids):
+        groups.setdefault(category.get(uid, "?"), []).append(i)
+    names = sorted(groups)
+    exact = np.array([limit * len(groups[g]) / len(ids) for g in names])
+    take = np.floor(exact).astype(int)
+    for j in np.argsort(-(exact - take))[: limit - take.sum()]:
+        take[j] += 1
+    chosen = set()
+    for g, k in zip(names, take, strict=True):
+        chosen.update(rng.choice(groups[g], size=min(k, len(groups[g])), replace=False).tolist())
+    return [s for i, s in enumerate(series) if i in chosen]
+
+
 def run_experiment(
     config_path: str | Path,
     *,
     overrides: dict[str, Any] | None = None,
     limit: int | None = None,
+    baselines: bool = False,
     holdout: int | None = None,
     quiet: bool = False,
     out: Console | None = None,
@@ -121,7 +157,8 @@ def run_experiment(
     loaded = read_csv(data_path, **config.data.read_kwargs())
     all_series = loaded if isinstance(loaded, list) else [loaded]
     if limit is not None:
-        all_series = all_series[:limit]
+        all_series = stratified_sample(all_series, data_path, config.data.id_col, limit,
+                                       config.seed)
     pairs = [_split(s, holdout) for s in all_series]
     name = config.experiment.name or config_path.stem
     if not quiet:
@@ -143,6 +180,7 @@ def run_experiment(
             fc["y"] = test.y
             row = {"unique_id": uid, "n_train": train.n, "n_test": test.n}
             row.update(_score(config.experiment.metrics, fc, train, test, levels, model))
+            row["crps_mixture_scaled"] = _mixture_crps(model, uid, test)
             rows.append(row)
         else:
             fc = model.predict(config.forecast.horizon, level=levels, unique_id=uid)
@@ -153,19 +191,90 @@ def run_experiment(
         "experiment": name,
         "config": str(config_path),
         "data": str(data_path),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": _machine(),
+        "command": "autogp " + " ".join(sys.argv[1:]) if sys.argv[1:] else str(config_path),
         "series": len(pairs),
         "scored_series": len(rows),
         "particles": config.smc.num_particles,
+        "workers": config.smc.workers,
         "seed": config.seed,
         "fit_seconds": round(fit_seconds, 3),
+        "fit_seconds_per_series": round(fit_seconds / max(1, len(pairs)), 3),
         "metrics": {},
     }
     if rows:
         numeric = metrics.drop(columns=["unique_id", "n_train", "n_test"])
         summary["metrics"] = {c: float(np.nanmean(numeric[c])) for c in numeric.columns}
-    _write_outputs(config, model, forecast, metrics, summary, quiet, err)
+    train_frame = pd.concat(
+        [pd.DataFrame({"unique_id": t.unique_id, "ds": t.ds, "y": t.y}) for t, _ in pairs],
+        ignore_index=True,
+    )
+    baseline_fc = None
+    if rows:
+        scored = forecast.dropna(subset=["y"]) if "y" in forecast else forecast
+        if baselines:
+            baseline_fc = _run_baselines(train_frame, scored, levels, summary, err, quiet)
+        summary["comparison"] = _comparison(scored, baseline_fc, train_frame, levels)
+    _write_outputs(config, model, forecast, metrics, summary, quiet, err,
+                   train=train_frame, baselines=baseline_fc)
     _print_summary(out, summary)
     return summary
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores"
+
+
+def _mixture_crps(model: AutoGP, uid: str, test: TimeSeries) -> float:
+    """Exact CRPS of the particle mixture over mean |y| (NaN under a log transform, where the
+    mixture is log-normal)."""
+    from autogp.forecast.scoring import mixture_crps
+
+    fit = model.fits[uid]
+    if fit.scaler.log:
+        return float("nan")
+    mix = fit.mixture(fit.series.axis.to_numeric(test.ds), include_noise=True)
+    s = fit.scaler
+    y_norm = (np.asarray(test.y, float) - s.value_offset) / s.value_scale
+    crps = s.value_scale * mixture_crps(mix.weights, mix.means, mix.sds, y_norm)
+    return float(np.mean(crps) / np.mean(np.abs(test.y)))
+
+
+def _run_baselines(train_frame, scored, levels, summary, err, quiet) -> pd.DataFrame:
+    from autogp.forecast.baselines import statsforecast_forecasts
+
+    if not quiet:
+        err.print("fitting statsforecast baselines (AutoETS, AutoARIMA, AutoTheta, "
+                  "SeasonalNaive) on the same split", markup=False)
+    h = int(scored.groupby("unique_id").size().max())
+    fc, seconds = statsforecast_forecasts(train_frame, h, levels)
+    summary["baseline_seconds"] = seconds
+    # Align on the held-out stamps (series with fewer test points use the first ones).
+    fc = fc.copy()
+    fc["step"] = fc.groupby("unique_id").cumcount()
+    truth = scored[["unique_id", "ds", "y"]].copy()
+    truth["step"] = truth.groupby("unique_id").cumcount()
+    merged = truth.merge(fc.drop(columns=["ds"]), on=["unique_id", "step"], how="left")
+    return merged.drop(columns=["step"])
+
+
+def _comparison(scored, baseline_fc, train_frame, levels) -> dict[str, dict[str, float]]:
+    from autogp.forecast.scoring import score_forecasts, summary_table
+
+    frame = scored
+    models = [MODEL_NAME]
+    if baseline_fc is not None:
+        extra = [c for c in baseline_fc.columns if c not in ("unique_id", "ds", "y")]
+        frame = scored.merge(baseline_fc.drop(columns=["y"]), on=["unique_id", "ds"], how="left",
+                             suffixes=("", "_baseline"))
+        models += [c for c in extra if "-lo-" not in c and "-hi-" not in c]
+    scores = score_forecasts(frame, train_frame, models, levels)
+    table = summary_table(scores, levels)
+    return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}
 
 
 def _write_outputs(
@@ -176,10 +285,25 @@ def _write_outputs(
     summary: dict[str, Any],
     quiet: bool,
     err: Console,
+    *,
+    train: pd.DataFrame | None = None,
+    baselines: pd.DataFrame | None = None,
 ) -> None:
     o = config.output
     directory = Path(o.dir)
     written = []
+    if train is not None:
+        p = directory / "train.csv"
+        atomic_write(p, lambda fh: train.to_csv(fh, index=False))
+        written.append(p)
+    if baselines is not None:
+        p = directory / "baselines.csv"
+        atomic_write(p, lambda fh: baselines.to_csv(fh, index=False))
+        written.append(p)
+    structures = model.kernels()[["unique_id", "structure", "weight"]]
+    p = directory / "structures.csv"
+    atomic_write(p, lambda fh: structures.to_csv(fh, index=False))
+    written.append(p)
     if o.forecast:
         p = directory / o.forecast
         atomic_write(p, lambda fh: forecast.to_csv(fh, index=False))
@@ -215,6 +339,16 @@ def _print_summary(out: Console, summary: dict[str, Any]) -> None:
     for k, v in summary["metrics"].items():
         table.add_row(k + (" (mean)" if summary["scored_series"] > 1 else ""), f"{v:.4g}")
     out.print(table)
+    comparison = summary.get("comparison")
+    if comparison:
+        columns = list(next(iter(comparison.values())))
+        side = Table(title="per-series means, same split (lower is better except coverage)")
+        side.add_column("model")
+        for c in columns:
+            side.add_column(c, justify="right")
+        for model, row in comparison.items():
+            side.add_row(model, *(f"{row[c]:.4g}" for c in columns))
+        out.print(side)
 
 
 __all__ = ["SUPPORTED_METRICS", "resolve_data_path", "run_experiment"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -29,7 +30,7 @@ import pandas as pd
 from jax.scipy.linalg import cho_solve
 from jax.scipy.special import ndtri
 
-from autogp._x64 import with_x64
+from autogp._x64 import with_x64, x64
 from autogp.config import Config, load_config
 from autogp.data import DataError, Scaler, TimeSeries, from_arrays, from_frame, read_csv
 from autogp.data.errors import AutoGPDataWarning
@@ -313,6 +314,56 @@ class _NoProgress:
         return None
 
 
+# ---- parallel panel fits -----------------------------------------------------------------------
+# One process per core: the compiled SMC round is a chain of small dependent computations that
+# one core runs about as fast as two, so a panel scales by fitting different series at once.
+# Each series' key comes from the seed and its id, so results do not depend on the workers.
+_SINGLE_THREAD_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+}
+
+
+def _fit_chunk(config_dict: dict[str, Any], series: list[TimeSeries]) -> dict[str, SeriesFit]:
+    """Worker: fit ``series`` one after another (panel keys) and return their fits."""
+    from autogp.inference.smc import run_smc
+
+    model = AutoGP(config_dict, progress=False)
+    with x64():
+        return {s.unique_id: model._fit_one(s, True, run_smc) for s in series}
+
+
+def _fit_in_processes(
+    config: Config, all_series: list[TimeSeries], workers: int, advance: Callable[[int], None]
+) -> dict[str, SeriesFit]:
+    """Fit the series of a panel in ``workers`` spawned processes (small chunks, so the
+    progress bar moves and the cores stay busy to the end)."""
+    import concurrent.futures
+    import multiprocessing
+
+    size = max(1, min(8, len(all_series) // (4 * workers)))
+    chunks = [all_series[i : i + size] for i in range(0, len(all_series), size)]
+    saved = {k: os.environ.get(k) for k in _SINGLE_THREAD_ENV}
+    os.environ.update(_SINGLE_THREAD_ENV)  # inherited by the spawned workers
+    fits: dict[str, SeriesFit] = {}
+    try:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            pending = [pool.submit(_fit_chunk, config.to_dict(), chunk) for chunk in chunks]
+            for done in concurrent.futures.as_completed(pending):
+                result = done.result()
+                fits.update(result)
+                advance(len(result))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return fits
+
+
 # ---- the model -------------------------------------------------------------------------------
 class AutoGP:
     """Automatic Gaussian-process forecasting: structure discovery by SMC, then prediction.
@@ -497,8 +548,14 @@ class AutoGP:
         panel = len(all_series) > 1
         show = self.progress if self.progress is not None else panel
         fits: dict[str, SeriesFit] = {}
+        workers = min(self.config.smc.workers, len(all_series))
         with _progress(show) as bar:
             overall = bar.add_task("series", total=len(all_series)) if panel else None
+            if workers > 1:
+                fits = _fit_in_processes(self.config, all_series, workers,
+                                         lambda n: bar.update(overall, advance=n))
+                self._fits = {s.unique_id: fits[s.unique_id] for s in all_series}
+                return self
             for series in all_series:
                 rounds = bar.add_task(f"{series.unique_id}: SMC rounds", total=None)
 
