@@ -1,0 +1,344 @@
+"""Scoring a panel of forecasts against held-out truth (M3/M4 benchmark conventions).
+
+Forecast frames use statsforecast's layout: ``unique_id``, ``ds``, the truth ``y``, and per model
+``{model}`` (the point forecast), ``{model}-lo-{L}`` and ``{model}-hi-{L}`` (the central ``L``%
+interval), with ``L`` written as ``f"{L:g}"`` (``95``, ``97.5``).
+
+* :func:`scaled_crps` is the M4/Nixtla-style quantile approximation of the CRPS: twice the pinball
+  loss averaged over the available quantile levels and the held-out points, divided by the mean
+  absolute held-out value. Levels 50/80/90/95 give the taus 0.025, 0.05, 0.1, 0.25, 0.5, 0.75,
+  0.9, 0.95, 0.975; the point forecast stands in for the 0.5 quantile.
+* :func:`mixture_crps` is the exact CRPS of a Gaussian mixture (Grimit et al., 2006).
+* :func:`score_forecasts` gives sMAPE, MASE, scaled CRPS, interval coverage and relative interval
+  width per series and model; :func:`summary_table` averages them per model.
+
+Only numpy and pandas are used here; the normal CDF comes from ``jax.scipy.special.ndtr`` run in
+float64, so scipy is not needed by the package.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from jax.scipy.special import ndtr
+
+from autogp._x64 import x64
+from autogp.forecast.metrics import mase, smape
+
+# Rows of the pairwise term handled at once in mixture_crps (bounds the P x P x M temporary).
+_PAIRWISE_BLOCK_ELEMENTS = 4_000_000
+
+
+# ---- level and quantile bookkeeping ----------------------------------------------------------
+def level_label(level: float) -> str:
+    """The label of an interval level in column names: ``95`` for 95.0, ``97.5`` for 97.5."""
+    return f"{float(level):g}"
+
+
+def _check_level(level: float) -> float:
+    level = float(level)
+    if not 0.0 < level < 100.0:
+        raise ValueError(f"interval levels must lie strictly between 0 and 100, got {level:g}")
+    return level
+
+
+def _interval_taus(level: float) -> tuple[float, float]:
+    """The (lower, upper) quantile levels bounding the central ``level``% interval."""
+    level = _check_level(level)
+    half = level / 200.0
+    return round(0.5 - half, 12), round(0.5 + half, 12)
+
+
+def level_taus(levels: Sequence[float]) -> list[float]:
+    """Sorted quantile levels implied by central intervals at ``levels`` plus the median.
+
+    ``level_taus([50, 80, 90, 95])`` is ``[0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975]``.
+    """
+    taus = {0.5}
+    for level in levels:
+        taus.update(_interval_taus(level))
+    return sorted(taus)
+
+
+def _require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    for col in columns:
+        if col not in frame.columns:
+            raise ValueError(f"{what} has no column {col!r} (columns: {list(frame.columns)})")
+
+
+def interval_columns(model: str, level: float) -> tuple[str, str]:
+    """The (lower, upper) column names of ``model``'s ``level``% interval."""
+    label = level_label(level)
+    return f"{model}-lo-{label}", f"{model}-hi-{label}"
+
+
+def quantiles_from_frame(
+    fc: pd.DataFrame, model: str, levels: Sequence[float]
+) -> dict[float, np.ndarray]:
+    """Quantile forecasts ``{tau: values}`` read from ``model``'s statsforecast-layout columns.
+
+    The point forecast column ``{model}`` is taken as the 0.5 quantile; ``{model}-lo-{L}`` and
+    ``{model}-hi-{L}`` give the quantiles ``(1 - L/100) / 2`` and ``(1 + L/100) / 2``.
+    """
+    _require_columns(fc, [model], "the forecast frame")
+    quantiles = {0.5: fc[model].to_numpy(dtype=np.float64)}
+    for level in levels:
+        lo_tau, hi_tau = _interval_taus(level)
+        lo_col, hi_col = interval_columns(model, level)
+        _require_columns(fc, [lo_col, hi_col], "the forecast frame")
+        quantiles[lo_tau] = fc[lo_col].to_numpy(dtype=np.float64)
+        quantiles[hi_tau] = fc[hi_col].to_numpy(dtype=np.float64)
+    return dict(sorted(quantiles.items()))
+
+
+# ---- quantile scores -------------------------------------------------------------------------
+def pinball_loss(y: np.ndarray, q: np.ndarray, tau: float) -> np.ndarray:
+    """Elementwise pinball (quantile) loss of quantile forecast ``q`` at level ``tau``.
+
+    ``tau * (y - q)`` where ``y >= q``, else ``(1 - tau) * (q - y)``.
+    """
+    if not 0.0 <= tau <= 1.0:
+        raise ValueError(f"tau must lie in [0, 1], got {tau}")
+    diff = np.asarray(y, dtype=np.float64) - np.asarray(q, dtype=np.float64)
+    return np.maximum(tau * diff, (tau - 1.0) * diff)
+
+
+def scaled_crps(y: np.ndarray, quantiles: Mapping[float, np.ndarray]) -> float:
+    """M4/Nixtla-style scaled CRPS from quantile forecasts.
+
+    The mean, over the taus in ``quantiles`` and over the points, of ``2 * pinball_loss``, divided
+    by ``mean(|y|)``. NaN when ``mean(|y|)`` is 0 or there are no points.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if not quantiles:
+        raise ValueError("scaled_crps needs at least one quantile forecast")
+    if y.size == 0:
+        return float("nan")
+    losses = [np.mean(pinball_loss(y, q, tau)) for tau, q in quantiles.items()]
+    scale = np.mean(np.abs(y))
+    if not scale > 0:
+        return float("nan")
+    return float(2.0 * np.mean(losses) / scale)
+
+
+# ---- exact CRPS of a Gaussian mixture --------------------------------------------------------
+def _normal_cdf(z: np.ndarray) -> np.ndarray:
+    """Standard normal CDF in float64 (jax's ndtr, run with float64 enabled)."""
+    with x64():
+        return np.asarray(ndtr(jnp.asarray(z, dtype=jnp.float64)), dtype=np.float64)
+
+
+def _normal_pdf(z: np.ndarray) -> np.ndarray:
+    return np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
+def _crps_kernel(m: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``A(m, v) = E|X|`` for ``X ~ N(m, v)``.
+
+    ``A(m, v) = 2 sqrt(v) phi(m / sqrt(v)) + m (2 Phi(m / sqrt(v)) - 1)``, and ``A(m, 0) = |m|``
+    (a point mass).
+    """
+    sd = np.sqrt(v)
+    positive = sd > 0
+    z = np.divide(m, sd, out=np.zeros_like(m), where=positive)
+    gaussian = 2.0 * sd * _normal_pdf(z) + m * (2.0 * _normal_cdf(z) - 1.0)
+    return np.where(positive, gaussian, np.abs(m))
+
+
+def mixture_crps(
+    weights: np.ndarray, means: np.ndarray, sds: np.ndarray, y: np.ndarray
+) -> np.ndarray:
+    """Exact CRPS of the Gaussian mixture ``sum_p w_p N(means[p], sds[p]^2)`` at each point.
+
+    Grimit et al. (2006): ``sum_i w_i A(y - mu_i, s_i^2)
+    - 1/2 sum_ij w_i w_j A(mu_i - mu_j, s_i^2 + s_j^2)`` with ``A`` the mean absolute value of a
+    normal variable. Standard deviations of 0 are point masses.
+
+    Args:
+        weights: ``[P]`` non-negative component weights (normalised here to sum to 1).
+        means: ``[P, M]`` component means at the M points.
+        sds: ``[P, M]`` component standard deviations (>= 0).
+        y: ``[M]`` observed values.
+
+    Returns:
+        ``[M]`` CRPS values (in the units of ``y``).
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    mu = np.asarray(means, dtype=np.float64)
+    sd = np.asarray(sds, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if w.ndim != 1 or mu.ndim != 2 or mu.shape != sd.shape or mu.shape != (w.size, y.size):
+        raise ValueError(
+            "mixture_crps expects weights [P], means [P, M], sds [P, M] and y [M]; got shapes "
+            f"{w.shape}, {mu.shape}, {sd.shape} and {y.shape}"
+        )
+    if not (np.all(np.isfinite(w)) and np.all(w >= 0) and w.sum() > 0):
+        raise ValueError("mixture weights must be finite, non-negative and not all zero")
+    if not np.all(np.isfinite(sd) & (sd >= 0)):
+        raise ValueError("mixture standard deviations must be finite and non-negative")
+    w = w / w.sum()
+    var = sd * sd
+
+    spread_to_truth = np.einsum("p,pm->m", w, _crps_kernel(y[None, :] - mu, var))
+
+    spread_within = np.zeros_like(y)
+    block = max(1, _PAIRWISE_BLOCK_ELEMENTS // max(1, w.size * y.size))
+    for start in range(0, w.size, block):
+        rows = slice(start, start + block)
+        pair = _crps_kernel(mu[rows, None, :] - mu[None, :, :], var[rows, None, :] + var[None])
+        spread_within += np.einsum("i,j,ijm->m", w[rows], w, pair)
+
+    return spread_to_truth - 0.5 * spread_within
+
+
+# ---- panel scores ----------------------------------------------------------------------------
+def _training_values(train: pd.DataFrame) -> dict[object, np.ndarray]:
+    """Training values per series, in time order."""
+    _require_columns(train, ["unique_id", "ds", "y"], "the training frame")
+    ordered = train.sort_values(["unique_id", "ds"], kind="stable")
+    return {
+        uid: g["y"].to_numpy(dtype=np.float64)
+        for uid, g in ordered.groupby("unique_id", sort=False)
+    }
+
+
+def _score_one(
+    y: np.ndarray,
+    series: pd.DataFrame,
+    model: str,
+    levels: Sequence[float],
+    y_train: np.ndarray,
+    season_length: int,
+) -> dict[str, float]:
+    """All scores of one model on one series."""
+    point = series[model].to_numpy(dtype=np.float64)
+    scale = np.mean(np.abs(y))
+    row = {
+        "smape": smape(y, point),
+        "mase": mase(y, point, y_train, season_length),
+        "scaled_crps": scaled_crps(y, quantiles_from_frame(series, model, levels)),
+    }
+    for level in levels:
+        lo_col, hi_col = interval_columns(model, level)
+        lo = series[lo_col].to_numpy(dtype=np.float64)
+        hi = series[hi_col].to_numpy(dtype=np.float64)
+        label = level_label(level)
+        row[f"coverage_{label}"] = float(np.mean((lo <= y) & (y <= hi)))
+        row[f"width_{label}"] = float(np.mean(hi - lo) / scale) if scale > 0 else float("nan")
+    return row
+
+
+def score_forecasts(
+    fc: pd.DataFrame,
+    train: pd.DataFrame,
+    models: Sequence[str],
+    levels: Sequence[float],
+    season_length: int = 12,
+) -> pd.DataFrame:
+    """Scores per series and model.
+
+    Args:
+        fc: held-out rows: ``unique_id``, ``ds``, the truth ``y`` and each model's
+            statsforecast-layout columns (``{model}``, ``{model}-lo-{L}``, ``{model}-hi-{L}``).
+        train: training rows ``unique_id``, ``ds``, ``y`` (for the MASE scale).
+        models: model names to score.
+        levels: interval levels (percent) to score.
+        season_length: seasonal lag of the MASE scale (lag 1 when a series is too short).
+
+    Returns:
+        One row per (unique_id, model) with ``smape`` (M3: 200 * mean |y-f| / (|y|+|f|)),
+        ``mase``, ``scaled_crps``, and per level ``coverage_{L}`` (share of points inside the
+        interval, ends included) and ``width_{L}`` (mean interval width / mean |y|).
+    """
+    _require_columns(fc, ["unique_id", "ds", "y"], "the forecast frame")
+    levels = [_check_level(level) for level in levels]
+    for model in models:
+        _require_columns(fc, [model], "the forecast frame")
+        for level in levels:
+            _require_columns(fc, interval_columns(model, level), "the forecast frame")
+    train_values = _training_values(train)
+    missing = [uid for uid in pd.unique(fc["unique_id"]) if uid not in train_values]
+    if missing:
+        raise ValueError(
+            f"{len(missing)} series of the forecast frame have no training rows, e.g. {missing[:5]}"
+        )
+    rows = []
+    for uid, series in fc.groupby("unique_id", sort=False):
+        y = series["y"].to_numpy(dtype=np.float64)
+        for model in models:
+            scores = _score_one(y, series, model, levels, train_values[uid], season_length)
+            rows.append({"unique_id": uid, "model": model, **scores})
+    return pd.DataFrame(rows)
+
+
+def horizon_errors(fc: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+    """Mean sMAPE per forecast step (1..H, by row order within each series), one column a model.
+
+    The index is ``horizon``; a point's sMAPE is ``200 |y - f| / (|y| + |f|)`` (0 when both are 0).
+    """
+    _require_columns(fc, ["unique_id", "y"], "the forecast frame")
+    _require_columns(fc, list(models), "the forecast frame")
+    y = fc["y"].to_numpy(dtype=np.float64)
+    step = fc.groupby("unique_id", sort=False).cumcount().to_numpy() + 1
+    per_point = {}
+    for model in models:
+        f = fc[model].to_numpy(dtype=np.float64)
+        denom = np.abs(y) + np.abs(f)
+        per_point[model] = 200.0 * np.divide(
+            np.abs(y - f), denom, out=np.zeros_like(denom), where=denom > 0
+        )
+    table = pd.DataFrame(per_point).groupby(pd.Index(step, name="horizon")).mean()
+    return table
+
+
+def summary_table(scores: pd.DataFrame, levels: Sequence[float]) -> pd.DataFrame:
+    """Per-model means of the scores (index ``model``, in order of first appearance).
+
+    Columns: ``smape``, ``mase``, ``scaled_crps``, then ``coverage_{L}`` and ``width_{L}`` per
+    level. NaN entries (e.g. MASE of a series with a constant training history) are skipped.
+    """
+    columns = ["smape", "mase", "scaled_crps"]
+    labels = [level_label(level) for level in levels]
+    columns += [f"coverage_{label}" for label in labels] + [f"width_{label}" for label in labels]
+    _require_columns(scores, ["model", *columns], "the scores frame")
+    return scores.groupby("model", sort=False)[columns].mean()
+
+
+def _markdown_cell(value: object, float_format: str) -> str:
+    if isinstance(value, float | np.floating):
+        return "" if np.isnan(value) else format(float(value), float_format)
+    return str(value).replace("|", "\\|")
+
+
+def to_markdown_table(df: pd.DataFrame, float_format: str = ".3f") -> str:
+    """A GitHub-flavoured Markdown table of ``df``, index as the first column."""
+    index_name = df.index.name if df.index.name is not None else ""
+    header = [str(index_name), *map(str, df.columns)]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * len(df.columns)) + "|",
+    ]
+    for index, row in df.iterrows():
+        cells = [_markdown_cell(index, float_format)]
+        cells += [_markdown_cell(value, float_format) for value in row.to_numpy()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "horizon_errors",
+    "interval_columns",
+    "level_label",
+    "level_taus",
+    "mixture_crps",
+    "pinball_loss",
+    "quantiles_from_frame",
+    "scaled_crps",
+    "score_forecasts",
+    "summary_table",
+    "to_markdown_table",
+]

@@ -1,0 +1,365 @@
+"""Benchmark scoring (autogp.forecast.scoring), statsforecast baselines and the M3 report script."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate
+from scipy.special import ndtr
+
+from autogp.forecast.scoring import (
+    horizon_errors,
+    level_taus,
+    mixture_crps,
+    pinball_loss,
+    quantiles_from_frame,
+    scaled_crps,
+    score_forecasts,
+    summary_table,
+    to_markdown_table,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+M3_MONTHLY = Path("/work/shared/data/m3_monthly.csv.gz")
+
+
+# ---- mixture CRPS ----------------------------------------------------------------------------
+def _crps_by_quadrature(w, mu, sd, y):
+    """CRPS = integral of (F(x) - 1{x >= y})^2, F the mixture CDF (point masses where sd = 0)."""
+    w = w / w.sum()
+
+    gaussian = sd > 0
+    safe_sd = np.where(gaussian, sd, 1.0)
+
+    def cdf(x):
+        components = np.where(gaussian, ndtr((x - mu) / safe_sd), (x >= mu).astype(float))
+        return float(np.sum(w * components))
+
+    spread = np.max(sd) if np.any(sd > 0) else 1.0
+    lo = min(y, mu.min()) - 12 * spread - 1
+    hi = max(y, mu.max()) + 12 * spread + 1
+    breaks = sorted({float(y), *map(float, mu)})
+    edges = [lo, *breaks, hi]
+    total = 0.0
+    for a, b in zip(edges[:-1], edges[1:], strict=True):
+        if b > a:
+            step = 0.0 if b <= y else 1.0  # 1{x >= y} on (a, b)
+            val, _ = integrate.quad(
+                lambda x, step=step: (cdf(x) - step) ** 2, a, b, epsabs=1e-12, limit=200
+            )
+            total += val
+    return total
+
+
+def _gaussian_crps(mu, sd, y):
+    """Closed form CRPS of N(mu, sd^2) (Gneiting and Raftery, 2007)."""
+    z = (y - mu) / sd
+    pdf = np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi)
+    return sd * (z * (2 * ndtr(z) - 1) + 2 * pdf - 1 / np.sqrt(np.pi))
+
+
+def test_mixture_crps_single_gaussian_matches_closed_form():
+    mu = np.array([[0.0, 1.5, -2.0, 10.0]])
+    sd = np.array([[1.0, 0.3, 2.5, 4.0]])
+    y = np.array([0.0, 1.0, 3.0, -5.0])
+    got = mixture_crps(np.array([1.0]), mu, sd, y)
+    np.testing.assert_allclose(got, _gaussian_crps(mu[0], sd[0], y), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mixture_crps_matches_numerical_integration(seed):
+    rng = np.random.default_rng(seed)
+    P, M = 4, 3
+    w = rng.uniform(0.1, 1.0, P)
+    mu = rng.normal(0, 2, (P, M))
+    sd = rng.uniform(0.2, 2.0, (P, M))
+    y = rng.normal(0, 2, M)
+    got = mixture_crps(w, mu, sd, y)
+    want = [_crps_by_quadrature(w, mu[:, m], sd[:, m], y[m]) for m in range(M)]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
+
+
+def test_mixture_crps_with_point_masses():
+    # Two point masses: sum w|y - x| - 1/2 sum w w |x_i - x_j|.
+    w = np.array([0.25, 0.75])
+    x = np.array([[1.0], [3.0]])
+    got = mixture_crps(w, x, np.zeros_like(x), np.array([2.5]))
+    want = 0.25 * 1.5 + 0.75 * 0.5 - 0.5 * 2 * 0.25 * 0.75 * 2.0
+    np.testing.assert_allclose(got, [want], rtol=1e-12)
+    # A point mass mixed with a Gaussian, against quadrature.
+    mu, sd, y = np.array([[0.5], [2.0]]), np.array([[0.0], [1.2]]), np.array([1.0])
+    got = mixture_crps(np.array([0.4, 0.6]), mu, sd, y)
+    want = _crps_by_quadrature(np.array([0.4, 0.6]), mu[:, 0], sd[:, 0], y[0])
+    np.testing.assert_allclose(got, [want], rtol=1e-6)
+
+
+def test_mixture_crps_normalises_weights_and_rejects_bad_shapes():
+    mu, sd, y = np.array([[0.0], [1.0]]), np.array([[1.0], [2.0]]), np.array([0.3])
+    np.testing.assert_allclose(
+        mixture_crps(np.array([2.0, 6.0]), mu, sd, y),
+        mixture_crps(np.array([0.25, 0.75]), mu, sd, y),
+    )
+    with pytest.raises(ValueError, match="shapes"):
+        mixture_crps(np.array([1.0]), mu, sd, y)
+    with pytest.raises(ValueError, match="non-negative"):
+        mixture_crps(np.array([1.0, 1.0]), mu, -sd, y)
+
+
+# ---- quantile scores -------------------------------------------------------------------------
+def test_level_taus():
+    assert level_taus([50, 80, 90, 95]) == [0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975]
+    assert level_taus([]) == [0.5]
+    with pytest.raises(ValueError, match="between 0 and 100"):
+        level_taus([100])
+
+
+def test_pinball_loss():
+    np.testing.assert_allclose(pinball_loss([1.0, 1.0], [0.0, 2.0], 0.9), [0.9, 0.1])
+
+
+def test_scaled_crps_by_hand():
+    y = np.array([1.0, 3.0])
+    quantiles = {0.1: np.array([0.0, 1.0]), 0.5: np.array([1.0, 2.0]), 0.9: np.array([2.0, 4.0])}
+    # pinball: tau .5 -> [0, .5]; tau .1 -> [.1, .2]; tau .9 -> [.1, .1]. Mean 1/6, times 2 = 1/3,
+    # over mean |y| = 2.
+    assert scaled_crps(y, quantiles) == pytest.approx(1.0 / 6.0, rel=1e-14)
+    assert np.isnan(scaled_crps(np.zeros(2), quantiles))
+
+
+def test_quantiles_from_frame_reads_columns_and_names_missing_ones():
+    fc = pd.DataFrame({"M": [1.0], "M-lo-97.5": [0.0], "M-hi-97.5": [2.0]})
+    q = quantiles_from_frame(fc, "M", [97.5])
+    assert list(q) == [0.0125, 0.5, 0.9875]
+    with pytest.raises(ValueError, match="'M-lo-80'"):
+        quantiles_from_frame(fc, "M", [80])
+
+
+# ---- panel scores ----------------------------------------------------------------------------
+def _toy_panel():
+    """Two series with trend 1/step and a seasonal pattern: y_t - y_{t-12} = 12 throughout.
+
+    Model ``Perfect`` forecasts the truth with intervals +-1 (80%) and +-2 (95%); ``SNaive`` is
+    the seasonal-naive forecast y_{t-12} (error 12 at every step) with intervals +-5 and +-20.
+    """
+    season = np.array([3, 5, 9, 4, 2, 7, 8, 1, 6, 10, 11, 0], dtype=np.float64)
+    train_rows, test_rows = [], []
+    for uid, offset in (("A", 100.0), ("B", 300.0)):
+        t = np.arange(48)
+        y = offset + t + season[t % 12]
+        ds = pd.date_range("2000-01-01", periods=48, freq="MS")
+        train_rows.append(pd.DataFrame({"unique_id": uid, "ds": ds[:36], "y": y[:36]}))
+        snaive = y[24:36]
+        test_rows.append(
+            pd.DataFrame(
+                {
+                    "unique_id": uid,
+                    "ds": ds[36:],
+                    "y": y[36:],
+                    "Perfect": y[36:],
+                    "Perfect-lo-95": y[36:] - 2,
+                    "Perfect-lo-80": y[36:] - 1,
+                    "Perfect-hi-80": y[36:] + 1,
+                    "Perfect-hi-95": y[36:] + 2,
+                    "SNaive": snaive,
+                    "SNaive-lo-95": snaive - 20,
+                    "SNaive-lo-80": snaive - 5,
+                    "SNaive-hi-80": snaive + 5,
+                    "SNaive-hi-95": snaive + 20,
+                }
+            )
+        )
+    return pd.concat(test_rows, ignore_index=True), pd.concat(train_rows, ignore_index=True)
+
+
+def test_score_forecasts_by_hand():
+    fc, train = _toy_panel()
+    scores = score_forecasts(fc, train, ["Perfect", "SNaive"], [80, 95]).set_index(
+        ["unique_id", "model"]
+    )
+    assert list(scores.columns) == [
+        "smape",
+        "mase",
+        "scaled_crps",
+        "coverage_80",
+        "width_80",
+        "coverage_95",
+        "width_95",
+    ]
+    for uid in ("A", "B"):
+        y = fc.loc[fc.unique_id == uid, "y"].to_numpy()
+        scale = np.mean(np.abs(y))
+        perfect, snaive = scores.loc[(uid, "Perfect")], scores.loc[(uid, "SNaive")]
+        assert perfect["smape"] == 0.0 and perfect["mase"] == 0.0
+        assert perfect["coverage_80"] == 1.0 and perfect["coverage_95"] == 1.0
+        assert perfect["width_80"] == pytest.approx(2.0 / scale, rel=1e-14)
+        assert perfect["width_95"] == pytest.approx(4.0 / scale, rel=1e-14)
+        # taus .025/.1/.5/.9/.975 lose .05/.1/0/.1/.05 at every point: mean .06, doubled .12.
+        assert perfect["scaled_crps"] == pytest.approx(0.12 / scale, rel=1e-12)
+
+        assert snaive["mase"] == 1.0  # the seasonal-naive error equals the in-sample scale
+        want_smape = 200 * np.mean(12 / (y + (y - 12)))
+        assert snaive["smape"] == pytest.approx(want_smape, rel=1e-14)
+        assert snaive["coverage_80"] == 0.0 and snaive["coverage_95"] == 1.0
+        assert snaive["width_80"] == pytest.approx(10.0 / scale, rel=1e-14)
+        assert snaive["width_95"] == pytest.approx(40.0 / scale, rel=1e-14)
+
+
+def test_score_forecasts_partial_coverage_and_interval_ends():
+    train = pd.DataFrame({"unique_id": "S", "ds": range(14), "y": np.arange(14.0)})
+    fc = pd.DataFrame(
+        {
+            "unique_id": "S",
+            "ds": range(14, 18),
+            "y": [10.0, 10.0, 10.0, 10.0],
+            "M": [10.0, 10.0, 10.0, 10.0],
+            "M-lo-90": [9.0, 10.0, 10.5, 5.0],  # inside, on the end, above, inside
+            "M-hi-90": [11.0, 12.0, 12.0, 9.5],  # ..., ..., ..., below
+        }
+    )
+    row = score_forecasts(fc, train, ["M"], [90]).iloc[0]
+    assert row["coverage_90"] == 0.5
+    assert row["width_90"] == pytest.approx(np.mean([2.0, 2.0, 1.5, 4.5]) / 10.0)
+
+
+def test_score_forecasts_names_missing_columns_and_series():
+    fc, train = _toy_panel()
+    with pytest.raises(ValueError, match="'SNaive-lo-90'"):
+        score_forecasts(fc, train, ["SNaive"], [90])
+    with pytest.raises(ValueError, match="'y'"):
+        score_forecasts(fc.drop(columns="y"), train, ["SNaive"], [80])
+    with pytest.raises(ValueError, match="no training rows"):
+        score_forecasts(fc, train[train.unique_id == "A"], ["SNaive"], [80])
+
+
+def test_horizon_errors_and_summary_table():
+    fc, train = _toy_panel()
+    errors = horizon_errors(fc, ["Perfect", "SNaive"])
+    assert list(errors.index) == list(range(1, 13)) and errors.index.name == "horizon"
+    assert (errors["Perfect"] == 0).all()
+    y = fc["y"].to_numpy().reshape(2, 12)
+    np.testing.assert_allclose(errors["SNaive"], np.mean(200 * 12 / (2 * y - 12), axis=0))
+
+    scores = score_forecasts(fc, train, ["Perfect", "SNaive"], [80, 95])
+    table = summary_table(scores, [80, 95])
+    assert list(table.index) == ["Perfect", "SNaive"]
+    assert table.loc["SNaive", "mase"] == 1.0
+    want = scores.loc[scores.model == "SNaive", "smape"].mean()
+    assert table.loc["SNaive", "smape"] == pytest.approx(want)
+
+    md = to_markdown_table(table).splitlines()
+    assert md[0] == (
+        "| model | smape | mase | scaled_crps | coverage_80 | coverage_95 | width_80 | width_95 |"
+    )
+    assert md[1] == "|---|---:|---:|---:|---:|---:|---:|---:|"
+    assert md[3].startswith("| SNaive | ") and "| 1.000 |" in md[3]
+
+
+# ---- statsforecast baselines -----------------------------------------------------------------
+def test_statsforecast_baselines_on_m3_series():
+    pytest.importorskip("statsforecast")
+    if not M3_MONTHLY.exists():
+        pytest.skip(f"{M3_MONTHLY} is not available")
+    from autogp.forecast.baselines import statsforecast_forecasts
+
+    data = pd.read_csv(M3_MONTHLY, parse_dates=["ds"])
+    ids = list(pd.unique(data["unique_id"]))[:3]
+    train = data[(data.split == "train") & data.unique_id.isin(ids)][["unique_id", "ds", "y"]]
+    fc, seconds = statsforecast_forecasts(
+        train, 18, [80.0, 97.5], n_jobs=1, models=("AutoETS", "SeasonalNaive")
+    )
+    assert set(seconds) == {"AutoETS", "SeasonalNaive"}
+    assert all(s >= 0 for s in seconds.values())
+    assert list(fc.columns) == [
+        "unique_id",
+        "ds",
+        "AutoETS",
+        "AutoETS-lo-97.5",
+        "AutoETS-lo-80",
+        "AutoETS-hi-80",
+        "AutoETS-hi-97.5",
+        "SeasonalNaive",
+        "SeasonalNaive-lo-97.5",
+        "SeasonalNaive-lo-80",
+        "SeasonalNaive-hi-80",
+        "SeasonalNaive-hi-97.5",
+    ]
+    assert len(fc) == 3 * 18 and fc.notna().all().all()
+    for uid in ids:
+        history = train.loc[train.unique_id == uid].sort_values("ds")
+        future = fc.loc[fc.unique_id == uid].sort_values("ds")
+        assert future["ds"].iloc[0] == history["ds"].iloc[-1] + pd.offsets.MonthBegin(1)
+        path = np.concatenate([history["y"].to_numpy(), future["SeasonalNaive"].to_numpy()])
+        n = len(history)
+        np.testing.assert_array_equal(path[n:], path[n - 12 : len(path) - 12])
+        assert (future["SeasonalNaive-lo-80"] < future["SeasonalNaive"]).all()
+
+    with pytest.raises(ValueError, match="unknown baseline model"):
+        statsforecast_forecasts(train, 18, [80], n_jobs=1, models=("NoSuchModel",))
+
+
+# ---- the report script -----------------------------------------------------------------------
+def _load_report_script():
+    spec = importlib.util.spec_from_file_location("m3_report", ROOT / "scripts" / "m3_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write_run_dir(run_dir: Path, *, optional: bool) -> None:
+    rng = np.random.default_rng(0)
+    train_rows, autogp_rows, baseline_rows = [], [], []
+    for uid in ("S1", "S2", "S3"):
+        ds = pd.date_range("1990-01-01", periods=42, freq="MS")
+        y = 100 + 10 * np.sin(np.arange(42) * np.pi / 6) + rng.normal(0, 1, 42)
+        train_rows.append(pd.DataFrame({"unique_id": uid, "ds": ds[:36], "y": y[:36]}))
+        truth, guess = y[36:], y[24:30]
+        frame = {"unique_id": uid, "ds": ds[36:], "y": truth, "AutoGP": guess + 0.5}
+        naive = {"unique_id": uid, "ds": ds[36:], "y": truth, "SeasonalNaive": guess}
+        for level, half in ((80, 2.0), (95, 4.0)):
+            frame[f"AutoGP-lo-{level}"], frame[f"AutoGP-hi-{level}"] = guess - half, guess + half
+            naive[f"SeasonalNaive-lo-{level}"] = guess - 2 * half
+            naive[f"SeasonalNaive-hi-{level}"] = guess + 2 * half
+        autogp_rows.append(pd.DataFrame(frame))
+        baseline_rows.append(pd.DataFrame(naive))
+    pd.concat(train_rows).to_csv(run_dir / "train.csv", index=False)
+    pd.concat(autogp_rows).to_csv(run_dir / "forecast.csv", index=False)
+    if not optional:
+        return
+    pd.concat(baseline_rows).to_csv(run_dir / "baselines.csv", index=False)
+    pd.DataFrame(
+        {
+            "unique_id": ["S1", "S1", "S2", "S3", "S3"],
+            "structure": ["PER", "LIN + PER", "PER", "SE", "PER"],
+            "weight": [0.7, 0.3, 1.0, 0.1, 0.9],
+        }
+    ).to_csv(run_dir / "structures.csv", index=False)
+    summary = {"date": "2025-01-01", "machine": "test box", "command": "autogp run", "extra": 1}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+
+
+def test_report_script_writes_report_and_plots(tmp_path):
+    report = _load_report_script()
+    _write_run_dir(tmp_path, optional=True)
+    assert report.main([str(tmp_path)]) == 0
+    text = (tmp_path / "report.md").read_text()
+    assert "| model | smape | mase | scaled_crps | coverage_80 | coverage_95 |" in text
+    assert "| AutoGP |" in text and "| SeasonalNaive |" in text
+    assert "test box" in text and "`autogp run`" in text
+    assert "| PER | 3 |" in text  # the top structure of all three series
+    for name in ("smape_by_horizon", "coverage", "structures"):
+        assert (tmp_path / f"report_{name}.png").stat().st_size > 0
+
+
+def test_report_script_without_optional_files(tmp_path):
+    report = _load_report_script()
+    _write_run_dir(tmp_path, optional=False)
+    out = tmp_path / "sub" / "r.md"
+    assert report.main([str(tmp_path), "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| AutoGP |" in text and "SeasonalNaive" not in text
+    assert not (tmp_path / "sub" / "r_structures.png").exists()
