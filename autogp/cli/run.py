@@ -251,7 +251,14 @@ def _run_baselines(train_frame, scored, levels, summary, err, quiet) -> pd.DataF
         err.print("fitting statsforecast baselines (AutoETS, AutoARIMA, AutoTheta, "
                   "SeasonalNaive) on the same split", markup=False)
     h = int(scored.groupby("unique_id").size().max())
-    fc, seconds = statsforecast_forecasts(train_frame, h, levels)
+    # statsforecast forks its workers; forking a process whose JAX runtime is running can
+    # deadlock, so the baselines run in a fresh spawned process.
+    import concurrent.futures
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        fc, seconds = pool.submit(statsforecast_forecasts, train_frame, h, levels).result()
     summary["baseline_seconds"] = seconds
     # Align on the held-out stamps (series with fewer test points use the first ones).
     fc = fc.copy()
@@ -341,7 +348,9 @@ def _print_summary(out: Console, summary: dict[str, Any]) -> None:
     out.print(table)
     comparison = summary.get("comparison")
     if comparison:
-        columns = list(next(iter(comparison.values())))
+        first = next(iter(comparison.values()))
+        wanted = ("smape", "mase", "scaled_crps", "coverage_80", "coverage_95", "width_95")
+        columns = [c for c in wanted if c in first] or list(first)
         side = Table(title="per-series means, same split (lower is better except coverage)")
         side.add_column("model")
         for c in columns:

@@ -314,6 +314,17 @@ class _NoProgress:
         return None
 
 
+def _seasonal_period(series: TimeSeries, scaler: Scaler) -> float | None:
+    """The calendar season of a regular axis (12 months, 7 days, ...) in normalised time, as a
+    hint for the period proposal; None when the axis has none."""
+    from autogp.forecast.metrics import seasonality
+
+    m = seasonality(series.axis)
+    if m <= 1:
+        return None
+    return float(m * series.axis.step / scaler.time_scale)
+
+
 # ---- parallel panel fits -----------------------------------------------------------------------
 # One process per core: the compiled SMC round is a chain of small dependent computations that
 # one core runs about as fast as two, so a panel scales by fitting different series at once.
@@ -580,7 +591,8 @@ class AutoGP:
         x = scaler.forward_t(series.t)
         y = scaler.forward_y(series.y)
         key = _series_key(self.seed, series.unique_id, panel)
-        result = run_smc(x, y, self.config, key=key, callback=callback)
+        result = run_smc(x, y, self.config, key=key, callback=callback,
+                         seasonal_period=_seasonal_period(series, scaler))
         return SeriesFit(
             series=series,
             scaler=scaler,
@@ -699,7 +711,8 @@ class AutoGP:
                 _series_key(self.seed, uid, len(self._fits) > 1), fit.updates + 1
             )
             result = update_smc(
-                fit.smc_result(), x_all, yn_all, self.config, key=key, num_rounds=rounds
+                fit.smc_result(), x_all, yn_all, self.config, key=key, num_rounds=rounds,
+                seasonal_period=_seasonal_period(old, fit.scaler),
             )
             order = np.argsort(t_all, kind="stable")
             stamps = old.ds.append(stamps_new)[order]

@@ -88,15 +88,31 @@ def candidate_periods(
 
 
 def proposal_arrays(
-    xs: list[np.ndarray], ys: list[np.ndarray], *, num: int = 3
+    xs: list[np.ndarray], ys: list[np.ndarray], *, num: int = 3,
+    seasonal_periods: list[float | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``[G, num]`` log centres and log weights (``-inf`` where a series has fewer peaks)."""
-    centers = np.zeros((len(xs), num))
-    log_weights = np.full((len(xs), num), -np.inf)
+    """``[G, num + 1]`` log centres and log weights (``-inf`` where a series has fewer peaks).
+
+    The last column is the calendar season of the series' time axis when known
+    (``seasonal_periods[g]``, e.g. 12 months for monthly data, in the same units as ``x``): it
+    gets half the proposal's peak weight, because short noisy series often hide it from the
+    periodogram; the periodogram's peaks share the other half.
+    """
+    G = len(xs)
+    centers = np.zeros((G, num + 1))
+    log_weights = np.full((G, num + 1), -np.inf)
+    seasonal_periods = seasonal_periods or [None] * G
     for g, (x, y) in enumerate(zip(xs, ys, strict=True)):
         c, w = candidate_periods(x, y, num=num)
+        season = seasonal_periods[g]
+        span = float(np.max(x) - np.min(x)) if len(x) else 0.0
+        has_season = season is not None and 0 < season <= span / 2
+        share = 0.5 if has_season and len(c) else 1.0
         centers[g, : len(c)] = c
-        log_weights[g, : len(c)] = np.log(w)
+        log_weights[g, : len(c)] = np.log(w * share)
+        if has_season:
+            centers[g, num] = math.log(season)
+            log_weights[g, num] = math.log(1.0 - share) if len(c) else 0.0
     return centers, log_weights
 
 

@@ -390,7 +390,8 @@ def padded_length(n: int) -> int:
 
 
 def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
-              shuffle: bool = False, key: Array | None = None, period_peaks: int = 3) -> Data:
+              shuffle: bool = False, key: Array | None = None, period_peaks: int = 3,
+              seasonal_periods: Sequence[float | None] | None = None) -> Data:
     """Pad a list of series to a common length (padding is masked out forever) and find each
     series' periodogram peaks for the period proposal."""
     G = len(xs)
@@ -411,7 +412,8 @@ def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int
             x[g, n:] = xg[-1] + step * (1 + np.arange(N - n))
         rank[g, :n] = rng.permutation(n) if rng is not None else np.arange(n)
     centers, log_weights = periods.proposal_arrays(
-        [np.asarray(v) for v in xs], [np.asarray(v) for v in ys], num=period_peaks
+        [np.asarray(v) for v in xs], [np.asarray(v) for v in ys], num=period_peaks,
+        seasonal_periods=list(seasonal_periods) if seasonal_periods is not None else None,
     )
     return Data(jnp.asarray(x), jnp.asarray(y), jnp.asarray(rank),
                 jnp.asarray([len(v) for v in xs], dtype=jnp.int32),
@@ -484,13 +486,17 @@ def run_smc_panel(
     callback: Callable[[int, int], None] | None = None,
     debug: bool = False,
     pad_to: int | None = None,
+    seasonal_periods: Sequence[float | None] | None = None,
 ) -> list[SMCResult]:
-    """Fit G series (normalised x in [0, 1], y standardised) in one compiled program."""
+    """Fit G series (normalised x in [0, 1], y standardised) in one compiled program.
+
+    ``seasonal_periods`` (normalised units, None where unknown) add each series' calendar
+    season to the period proposal."""
     grammar = grammar_from_config(config)
     settings = SMCSettings.from_config(config)
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=config.smc.shuffle, key=k_data,
-                     period_peaks=config.smc.period_peaks)
+                     period_peaks=config.smc.period_peaks, seasonal_periods=seasonal_periods)
     per_series = [
         schedule_counts(len(x), config.smc.schedule, config.smc.num_rounds, config.smc.counts)
         for x in xs
@@ -513,14 +519,16 @@ def run_smc_panel(
     return [_result(state, history, g) for g in range(len(xs))]
 
 
-def run_smc(x, y, config, *, key: Array, callback=None, debug: bool = False) -> SMCResult:
+def run_smc(x, y, config, *, key: Array, callback=None, debug: bool = False,
+            seasonal_period: float | None = None) -> SMCResult:
     """Fit one series: normalised ``x`` (in [0, 1]) and standardised ``y``."""
     return run_smc_panel([np.asarray(x)], [np.asarray(y)], config, key=key,
-                         callback=callback, debug=debug)[0]
+                         callback=callback, debug=debug, seasonal_periods=[seasonal_period])[0]
 
 
 def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=None,
-               num_rounds: int | None = None) -> SMCResult:
+               num_rounds: int | None = None, seasonal_period: float | None = None
+               ) -> SMCResult:
     """Online update: continue a fitted particle set on more data (old points first).
 
     Reweights by the likelihood of the new points, resamples if needed and rejuvenates, over
@@ -529,7 +537,8 @@ def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=
     grammar = grammar_from_config(config)
     settings = SMCSettings.from_config(config)
     x_all, y_all = np.asarray(x_all), np.asarray(y_all)
-    data = make_data([x_all], [y_all], period_peaks=config.smc.period_peaks)
+    data = make_data([x_all], [y_all], period_peaks=config.smc.period_peaks,
+                     seasonal_periods=[seasonal_period])
     n_old = int(np.asarray(result.history["count"][-1]).ravel()[0]) if result.history.get(
         "count") else len(x_all)
     n_new = len(x_all)
