@@ -7,6 +7,7 @@ runs the real one on the airline data with configs/quick.toml.
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -186,7 +187,12 @@ metrics = ["smape", "mase", "coverage", "lpd"]
         assert word in result.stdout
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} == {"forecast.csv", "metrics.csv", "summary.json",
-                                              "model.autogp", "forecast.png"}  # fmt: skip
+                                              "model.autogp", "forecast.png", "train.csv",
+                                              "structures.csv"}  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["comparison"]) == {"AutoGP"}
+    assert summary["comparison"]["AutoGP"]["smape"] == pytest.approx(summary["metrics"]["smape"])
+    assert np.isfinite(summary["metrics"]["crps_mixture_scaled"])
     fc = pd.read_csv(out / "forecast.csv")
     assert len(fc) == 18 and fc["ds"].iloc[0] == "1959-07-01"
     np.testing.assert_allclose(fc["y"], src["y"].iloc[126:])
@@ -218,3 +224,40 @@ def test_fit_end_to_end_with_the_real_engine(tmp_path):
     assert result.stdout.encode() == out1.read_bytes()  # the saved model predicts the same
     result = runner.invoke(app, ["explain", str(saved)])
     assert result.exit_code == 0 and "%" in result.stdout
+
+
+def test_limit_draws_a_stratified_reproducible_sample(tmp_path):
+    from autogp.cli.run import stratified_sample
+    from autogp.data import from_arrays
+
+    rows = []
+    cats = ["A"] * 30 + ["B"] * 60 + ["C"] * 10
+    for i, cat in enumerate(cats):
+        rows.append({"unique_id": f"s{i:03d}", "category": cat})
+    path = tmp_path / "panel.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    series = [from_arrays(np.arange(5.0), np.ones(5), unique_id=r["unique_id"]) for r in rows]
+    picked = stratified_sample(series, path, "unique_id", 10, seed=3)
+    ids = [s.unique_id for s in picked]
+    by_cat = pd.Series([cats[int(u[1:])] for u in ids]).value_counts().to_dict()
+    assert by_cat == {"A": 3, "B": 6, "C": 1}  # proportional allocation
+    assert ids == sorted(ids)  # file order kept
+    again = [s.unique_id for s in stratified_sample(series, path, "unique_id", 10, seed=3)]
+    other = [s.unique_id for s in stratified_sample(series, path, "unique_id", 10, seed=4)]
+    assert ids == again and ids != other
+
+
+@pytest.mark.slow
+def test_panel_fit_in_worker_processes_matches_one_process():
+    df = pd.read_csv(AIRLINE)
+    panel = pd.concat(
+        [df.assign(unique_id="a"), df.assign(unique_id="b", y=df["y"] * 0.5 + 10)],
+        ignore_index=True,
+    )
+    config = {
+        "smc": {"num_particles": 2, "num_rounds": 2, "structure_moves": 1},
+        "refine": {"steps": 2},
+    }
+    one = AutoGP(config, progress=False).fit(panel).predict(6)
+    two = AutoGP({**config, "smc": {**config["smc"], "workers": 2}}, progress=False)
+    pd.testing.assert_frame_equal(one, two.fit(panel).predict(6))
