@@ -363,3 +363,23 @@ def test_report_script_without_optional_files(tmp_path):
     text = out.read_text()
     assert "| AutoGP |" in text and "SeasonalNaive" not in text
     assert not (tmp_path / "sub" / "r_structures.png").exists()
+
+
+def test_lognormal_mixture_crps_matches_numerical_integration():
+    from scipy import integrate, stats
+
+    from autogp.forecast.scoring import lognormal_mixture_crps
+
+    rng = np.random.default_rng(11)
+    w = np.array([0.2, 0.5, 0.3])
+    mu = rng.normal(5.0, 0.3, size=(3, 4))
+    sd = rng.uniform(0.05, 0.4, size=(3, 4))
+    y = np.exp(rng.normal(5.0, 0.4, size=4))
+    got = lognormal_mixture_crps(w, mu, sd, y)
+    for m in range(4):
+        def cdf(x, m=m):
+            return sum(w[p] * stats.lognorm.cdf(x, s=sd[p, m], scale=np.exp(mu[p, m]))
+                       for p in range(3))
+        below = integrate.quad(lambda x: cdf(x) ** 2, 0, y[m], limit=200)[0]
+        above = integrate.quad(lambda x: (1 - cdf(x)) ** 2, y[m], np.inf, limit=200)[0]
+        assert got[m] == pytest.approx(below + above, rel=2e-4)
