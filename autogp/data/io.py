@@ -363,11 +363,7 @@ def _parse_values(raw: _Raw, col: str) -> np.ndarray:
     if ok.any():
         sub = obj[ok]
         is_bool = np.array([isinstance(v, bool | np.bool_) for v in sub], dtype=bool)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            num = pd.to_numeric(pd.Series(sub, dtype=object), errors="coerce").to_numpy(
-                dtype=np.float64, na_value=np.nan, copy=True
-            )
+        num = _strings_to_float(sub)
         num[is_bool] = np.nan
         conv[ok] = num
     bad = np.flatnonzero(ok & np.isnan(conv))
@@ -437,6 +433,28 @@ def _parse_dates_obj(obj: np.ndarray) -> np.ndarray:
     return out
 
 
+def _strings_to_float(obj: np.ndarray) -> np.ndarray:
+    """Object cells -> float64 (NaN where not a number). Text goes through Python's ``float``,
+    which rounds correctly: pandas' fast parser can be one ulp off, and a time stamp read back
+    must equal the one written."""
+    out = np.full(obj.size, np.nan)
+    rest = np.ones(obj.size, dtype=bool)
+    for i, v in enumerate(obj):
+        if isinstance(v, str):
+            try:
+                out[i] = float(v)
+                rest[i] = False
+            except ValueError:
+                pass
+    if rest.any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out[rest] = pd.to_numeric(pd.Series(obj[rest], dtype=object), errors="coerce").to_numpy(
+                dtype=np.float64, na_value=np.nan, copy=True
+            )
+    return out
+
+
 def _parse_time(raw: _Raw, col: str) -> tuple[str, np.ndarray]:
     """Column -> ("datetime", int64 us) or ("numeric", float64); errors name the row."""
     vals = raw.cells[col]
@@ -470,11 +488,7 @@ def _parse_time(raw: _Raw, col: str) -> tuple[str, np.ndarray]:
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         raise _time_error(raw, col, i, obj[i], "is missing; every row needs a time")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        num = pd.to_numeric(pd.Series(obj, dtype=object), errors="coerce").to_numpy(
-            dtype=np.float64, na_value=np.nan, copy=True
-        )
+    num = _strings_to_float(obj)
     is_bool = np.array([isinstance(v, bool | np.bool_) for v in obj], dtype=bool)
     num[is_bool] = np.nan
     numeric_ok = ~np.isnan(num)
