@@ -91,6 +91,11 @@ def _score(
                 hi = fc[f"{MODEL_NAME}-hi-{lab}"].to_numpy()
                 row[f"coverage_{lab}"] = coverage(y, lo, hi)
         elif name == "lpd":
+            if model.config.data.log_transform and np.any(y <= 0):
+                # A log-normal forecast gives no density to y <= 0 (M3's N2786 has one such
+                # held-out value): -inf, reported as NaN so the panel mean stays readable.
+                row["lpd_per_point"] = float("nan")
+                continue
             lpd = model.log_predictive_density(test.ds, y, unique_id=train.unique_id)
             row["lpd_per_point"] = float(lpd) / len(y)
     return row
@@ -181,6 +186,8 @@ def run_experiment(
             row = {"unique_id": uid, "n_train": train.n, "n_test": test.n}
             row.update(_score(config.experiment.metrics, fc, train, test, levels, model))
             row["crps_mixture_scaled"] = _mixture_crps(model, uid, test)
+            if model.config.data.log_transform and np.any(test.y <= 0):
+                row["note"] = "held-out y <= 0 under a log transform: lpd not defined"
             rows.append(row)
         else:
             fc = model.predict(config.forecast.horizon, level=levels, unique_id=uid)
@@ -204,7 +211,7 @@ def run_experiment(
         "metrics": {},
     }
     if rows:
-        numeric = metrics.drop(columns=["unique_id", "n_train", "n_test"])
+        numeric = metrics.drop(columns=["unique_id", "n_train", "n_test"]).select_dtypes("number")
         summary["metrics"] = {c: float(np.nanmean(numeric[c])) for c in numeric.columns}
     train_frame = pd.concat(
         [pd.DataFrame({"unique_id": t.unique_id, "ds": t.ds, "y": t.y}) for t, _ in pairs],
