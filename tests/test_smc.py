@@ -152,7 +152,9 @@ def test_recovers_linear_plus_periodic_structure():
 def test_airline_top_structures_have_a_twelve_month_period():
     import pandas as pd
 
-    y = pd.read_csv(DATA / "airline.csv")["y"].to_numpy(float)[:126]
+    bundled = Path(__file__).resolve().parents[1] / "examples" / "data" / "airline.csv"
+    y = pd.read_csv(bundled if bundled.exists() else DATA / "airline.csv")["y"]
+    y = y.to_numpy(float)[:126]
     x = np.arange(126) / 125.0  # one unit = 125 months
     y = (y - y.mean()) / y.std()
     # The benchmark configuration (issue: 8 particles, 10 rounds, 10 moves per round).
