@@ -95,6 +95,7 @@ def _score(
                 # A log-normal forecast gives no density to y <= 0 (M3's N2786 has one such
                 # held-out value): -inf, reported as NaN so the panel mean stays readable.
                 row["lpd_per_point"] = float("nan")
+                row["note"] = "held-out y <= 0 under a log transform: lpd not defined"
                 continue
             lpd = model.log_predictive_density(test.ds, y, unique_id=train.unique_id)
             row["lpd_per_point"] = float(lpd) / len(y)
@@ -186,8 +187,6 @@ def run_experiment(
             row = {"unique_id": uid, "n_train": train.n, "n_test": test.n}
             row.update(_score(config.experiment.metrics, fc, train, test, levels, model))
             row["crps_mixture_scaled"] = _mixture_crps(model, uid, test)
-            if model.config.data.log_transform and np.any(test.y <= 0):
-                row["note"] = "held-out y <= 0 under a log transform: lpd not defined"
             rows.append(row)
         else:
             fc = model.predict(config.forecast.horizon, level=levels, unique_id=uid)

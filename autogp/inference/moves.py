@@ -115,8 +115,7 @@ def propose_subtree_replace(
     new_ops, new_params, _ = gr.sample_subtree(grammar, ops, params, slot, key=key_draw)
     log_ratio = log_pick_probs(new_ops, pick)[slot] - log_pick[slot]
     if period_proposal is not None:
-        mean = grammar.prior_mean_table[spec.PER, periods.PERIOD_INDEX]
-        std = grammar.prior_std_table[spec.PER, periods.PERIOD_INDEX]
+        mean, std = periods.period_prior(grammar)
         new_region = gr.subtree_mask(new_ops, slot)
         new_params = periods.redraw_periods(
             new_ops, new_params, new_region, period_proposal, key=key_period

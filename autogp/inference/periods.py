@@ -134,6 +134,12 @@ def log_q_minus_log_p(v: Array, prior_mean, prior_std, proposal: PeriodProposal)
     return jnp.where(has_peaks, log_q - log_prior, 0.0)
 
 
+def period_prior(grammar) -> tuple[float, float]:
+    """(mean, std) of the grammar's normal prior on PER's log period."""
+    return (float(grammar.prior_mean_table[spec.PER, PERIOD_INDEX]),
+            float(grammar.prior_std_table[spec.PER, PERIOD_INDEX]))
+
+
 def _per_slots(ops: Array, region: Array) -> Array:
     return region & (ops == spec.PER)
 

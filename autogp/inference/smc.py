@@ -30,7 +30,6 @@ import numpy as np
 from autogp.evaluator import is_regular_grid, log_marginal_likelihood
 from autogp.inference import grammar as gr
 from autogp.inference import moves, periods, refine, resampling
-from autogp.kernels import spec
 
 Array = jax.Array
 
@@ -359,14 +358,13 @@ def _compiled_init_proposal(
     key_prior, key_period = jax.random.split(key)
     state = _prior_state(grammar, G, P, key_prior)
     proposal = _period_proposal(settings, data, P)
-    mean = grammar.prior_mean_table[spec.PER, periods.PERIOD_INDEX]
-    std = grammar.prior_std_table[spec.PER, periods.PERIOD_INDEX]
+    mean, std = periods.period_prior(grammar)
     ops, params = _flat(state.ops), _flat(state.params)
-    everywhere = jnp.ones(ops.shape, bool)
+    everywhere = jnp.ones(ops.shape[-1], bool)
 
     def one(o, p, q, k):
-        p = periods.redraw_periods(o, p, everywhere[0], q, key=k)
-        return p, -periods.region_correction(o, p, everywhere[0], mean, std, q)
+        p = periods.redraw_periods(o, p, everywhere, q, key=k)
+        return p, -periods.region_correction(o, p, everywhere, mean, std, q)
 
     params, log_p_over_q = jax.vmap(one)(
         ops, params, proposal, jax.random.split(key_period, ops.shape[0])
