@@ -128,7 +128,8 @@ _PRIOR_DOCS = {
     "c": "CONST value (log scale)",
     "intercept": "LIN intercept: location on the normalised time axis (identity)",
     "bias": "LIN bias (log scale)",
-    "amp": "amplitude of SE/GE/PER/Matern/RQ/LIN kernels (log scale)",
+    "amp": "amplitude of SE/GE/PER/Matern/RQ/LIN/BM kernels (log scale)",
+    "origin": "BM start of the random walk in normalised time (identity)",
     "l": "length scale in normalised time (log scale)",
     "gamma": "GE exponent in (0, 2) (logit scale: gamma = 2 sigmoid(u))",
     "period": "PER period in normalised time (log scale)",
@@ -150,6 +151,14 @@ class DataConfig:
     target_col: str = _key("y", "column with the values", "str")
     id_col: str | None = _key(None, "series-id column of a panel", "str", optional=True)
     log_transform: bool = _key(False, "fit log(y) (values must be positive)", "bool")
+    center: str = _key(
+        "mean",
+        "prior mean of the model: the series' mean, or 'recent', the mean of its last season "
+        "(12 months, 7 days, ...; else the last tenth of the points): stationary parts of a "
+        "forecast then revert to the recent level",
+        "choice",
+        choices=("mean", "recent"),
+    )
     strict: bool = _key(False, "missing/non-finite values are errors, not dropped", "bool")
     aggregate: str | None = _key(
         None,
@@ -212,8 +221,9 @@ class GrammarWeights:
     M32: float = _weight(0, "M32 (Matern 3/2)")
     M52: float = _weight(0, "M52 (Matern 5/2)")
     RQ: float = _weight(0, "RQ (rational quadratic)")
+    BM: float = _weight(0, "BM (Brownian motion: a random-walk level)")
 
-    ATOMS = ("CONST", "LIN", "SE", "GE", "PER", "WN", "M12", "M32", "M52", "RQ")
+    ATOMS = ("CONST", "LIN", "SE", "GE", "PER", "WN", "M12", "M32", "M52", "RQ", "BM")
     OPERATORS = ("PLUS", "TIMES", "CP")
 
     def as_dict(self) -> dict[str, float]:
@@ -265,6 +275,7 @@ class PriorsConfig:
     v: Prior = _prior("v")
     location: Prior = _prior("location")
     scale: Prior = _prior("scale")
+    origin: Prior = _prior("origin")
     noise: Prior = _prior("noise")
 
     def as_dict(self) -> dict[str, tuple[float, float]]:
@@ -375,7 +386,7 @@ class RefineConfig:
         choices=("optimize", "hmc"),
     )  # fmt: skip
     optimizer: str = _key(
-        "adam", "optimizer for mode = 'optimize'", "choice", choices=("adam", "sgd", "lbfgs")
+        "adam", "optimizer for mode = 'optimize'", "choice", choices=("adam", "sgd", "rmsprop")
     )
     steps: int = _key(50, "optimizer steps per refinement", "int", lo=0, hi=100_000)
     learning_rate: float = _key(

@@ -47,6 +47,7 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {
     "amp": (0.1, 2.0),
     "intercept": (-0.5, 1.5),
     "location": (-0.5, 1.5),
+    "origin": (-0.5, 0.5),
     "scale": (0.01, 0.5),
     "alpha": (0.2, 5.0),
     "c": (0.05, 2.0),

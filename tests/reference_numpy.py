@@ -11,6 +11,7 @@ import numpy as np
 
 from autogp.kernels import (
     GE,
+    Brownian,
     RQ,
     SE,
     ChangePoint,
@@ -56,6 +57,9 @@ def gram_numpy(expr: Kernel, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         return expr.amp * (1.0 + z + 5.0 * r**2 / (3.0 * expr.l**2)) * np.exp(-z)
     if isinstance(expr, RQ):
         return expr.amp * (1.0 + r**2 / (2.0 * expr.alpha * expr.l**2)) ** (-expr.alpha)
+    if isinstance(expr, Brownian):
+        # A random walk that starts at `origin`: Cov(W(t), W(t')) = amp * (min(t, t') - origin)+.
+        return expr.amp * np.clip(np.minimum(t, s) - expr.origin, 0.0, None)
     if isinstance(expr, Sum):
         return gram_numpy(expr.left, x1, x2) + gram_numpy(expr.right, x1, x2)
     if isinstance(expr, Product):

@@ -31,7 +31,7 @@ def test_defaults():
     assert cfg.grammar.max_depth == 3
     assert cfg.grammar.weights.as_dict() == {
         "CONST": 0, "LIN": 6, "SE": 0, "GE": 6, "PER": 6, "WN": 0, "M12": 0, "M32": 0,
-        "M52": 0, "RQ": 0, "PLUS": 5, "TIMES": 5, "CP": 2,
+        "M52": 0, "RQ": 0, "BM": 0, "PLUS": 5, "TIMES": 5, "CP": 2,
     }  # fmt: skip
     smc = cfg.smc
     assert (smc.num_particles, smc.schedule, smc.num_rounds, smc.shuffle) == (
@@ -83,7 +83,7 @@ CUSTOM = {
             "shuffle": True, "ess_threshold": 0.25, "resampling": "residual",
             "rejuvenate": "after_resample", "structure_moves": 3, "subtree_replace": 0.8,
             "detach_attach": 0.2, "pick": "leaf_biased"},
-    "refine": {"optimizer": "lbfgs", "steps": 10, "learning_rate": 0.1, "mode": "hmc",
+    "refine": {"optimizer": "rmsprop", "steps": 10, "learning_rate": 0.1, "mode": "hmc",
                "hmc_step_size": 0.01, "hmc_leapfrog_steps": 20, "hmc_steps": 5,
                "learn_noise": False},
     "forecast": {"horizon": 18, "levels": [50, 90], "quantiles": [0.1, 0.5, 0.9],

@@ -389,6 +389,21 @@ def test_scaler_log_transform():
         Scaler.fit(np.arange(3.0), np.array([1.0, 0.0, 2.0]), log=True)
 
 
+def test_scaler_centred_at_the_recent_level():
+    rng = np.random.default_rng(3)
+    y = np.linspace(10.0, 50.0, 40) + rng.normal(size=40)
+    sc = Scaler.fit(np.arange(40.0), y, center_last=12)
+    full = Scaler.fit(np.arange(40.0), y)
+    assert sc.value_offset == pytest.approx(np.mean(y[-12:]), rel=1e-12)
+    assert sc.value_scale == pytest.approx(np.std(y), rel=1e-12) == full.value_scale
+    assert np.mean(sc.forward_y(y[-12:])) == pytest.approx(0.0, abs=1e-12)
+    np.testing.assert_allclose(sc.inverse_y(sc.forward_y(y)), y, rtol=1e-12)
+    logged = Scaler.fit(np.arange(40.0), y, log=True, center_last=5)
+    assert logged.value_offset == pytest.approx(np.mean(np.log(y[-5:])), rel=1e-12)
+    with pytest.raises(ValueError, match="center_last"):
+        Scaler.fit(np.arange(40.0), y, center_last=0)
+
+
 def test_scaler_single_point_and_bad_input():
     sc = Scaler.fit(np.array([5.0]), np.array([2.0]))
     assert sc.time_scale == 1.0 and sc.value_scale == pytest.approx(2e-6)  # constant: 1e-6 |mean|

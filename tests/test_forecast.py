@@ -326,6 +326,17 @@ def test_log_transform_option(monkeypatch, airline):
     np.testing.assert_allclose(d["y"].iloc[:144], np.log(airline["y"]))
 
 
+def test_recent_centring_uses_the_last_season(monkeypatch, airline):
+    install_fake_smc(monkeypatch)
+    model = AutoGP({"data": {"center": "recent"}}, progress=False).fit(airline)
+    scaler = model.fits["series"].scaler
+    assert scaler.value_offset == pytest.approx(np.mean(airline["y"].iloc[-12:]), rel=1e-12)
+    numeric = pd.DataFrame({"ds": np.arange(50.0), "y": np.arange(50.0)})
+    model = AutoGP({"data": {"center": "recent"}}, progress=False).fit(numeric)
+    # No calendar season on a plain numeric axis: the last tenth of the points.
+    assert model.fits["series"].scaler.value_offset == pytest.approx(np.mean(np.arange(45, 50)))
+
+
 def test_plots_build_and_save(model, tmp_path):
     from autogp import plots
 

@@ -100,3 +100,29 @@ def test_failed_particle_gets_nan_and_others_are_unaffected():
             array_good, array_bad = np.asarray(array_good), np.asarray(array_bad)
             assert np.all(np.isnan(array_bad[5]))
             np.testing.assert_array_equal(array_bad[others], array_good[others])
+
+
+def test_brownian_motion_forecast_is_the_local_level_kalman_filter():
+    """BM + noise is the local-level state-space model: the GP posterior beyond the data must equal
+    the Kalman filter's forecast (flat at the filtered level, variance growing by amp per unit
+    time), computed here by the textbook recursions."""
+    from autogp.kernels import Brownian
+
+    rng = np.random.default_rng(7)
+    origin, amp, noise_var = -0.2, 1.7, 0.09
+    x = np.sort(rng.uniform(0.0, 1.0, 25))
+    y = np.cumsum(rng.normal(scale=0.3, size=x.size))
+    x_new = np.array([1.05, 1.3, 2.0])
+    ops, params = pack([Brownian(origin=origin, amp=amp)], 1)
+    mean, var = posterior_predictive(
+        ops, params, np.log([noise_var]), x, y, np.ones(x.size, bool), x_new, full_cov=False
+    )
+    # Kalman filter: the level starts at 0 with variance 0 at `origin`.
+    level, level_var, t_prev = 0.0, 0.0, origin
+    for t, obs in zip(x, y, strict=True):
+        level_var += amp * (t - t_prev)
+        gain = level_var / (level_var + noise_var)
+        level, level_var = level + gain * (obs - level), (1.0 - gain) * level_var
+        t_prev = t
+    assert_allclose(np.asarray(mean)[0], np.full(3, level), rtol=1e-7, atol=1e-9)
+    assert_allclose(np.asarray(var)[0], level_var + amp * (x_new - x[-1]), rtol=1e-7, atol=1e-9)

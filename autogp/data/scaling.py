@@ -59,8 +59,13 @@ class Scaler:
     log: bool = False
 
     @classmethod
-    def fit(cls, t: Any, y: Any, *, log: bool = False) -> Scaler:
+    def fit(cls, t: Any, y: Any, *, log: bool = False, center_last: int | None = None) -> Scaler:
         """Fit the normalisation to training times ``t`` and values ``y``.
+
+        ``center_last = k`` centres values at the mean of the last ``k`` (log) values instead
+        of all of them (the scale is still the whole series' standard deviation). The model's
+        prior mean is this offset, and a stationary component's forecast reverts to it: to the
+        series' recent level rather than its long-run mean.
 
         Guards: a single time point gives ``time_scale = 1``; a constant series (std zero, or
         below 1e-12 of its magnitude, i.e. rounding noise) gives ``value_scale = 1e-6 |mean|``
@@ -83,6 +88,10 @@ class Scaler:
                 )
             y = np.log(y)
         mean, std = _robust_mean_std(y)
+        if center_last is not None:
+            if center_last < 1:
+                raise ValueError(f"center_last must be >= 1, got {center_last}")
+            mean = _robust_mean_std(y[-center_last:])[0]
         if not (std > 1e-12 * abs(mean)) or std == 0.0:
             # A constant series: any scale avoids dividing by zero, and a tiny one makes the
             # model's unit-scale noise prior a tiny noise in data units, so the forecast is the

@@ -68,6 +68,22 @@ def lin_vjp(theta, t1, t2, cot):
     return _pack(d_c, jnp.sum(cot_1), d_amp)
 
 
+# --- BM: amp * max(min(t, t') - origin, 0) ------------------------------------------------------
+# Brownian motion (a random walk) started at ``origin``: the GP form of the local-level model,
+# whose forecasts stay at the last level instead of reverting to the mean.
+def bm_value(theta, t1, t2):
+    origin, amp = theta[0], theta[1]
+    return amp * jnp.maximum(jnp.minimum(t1[:, None], t2[None, :]) - origin, 0.0)
+
+
+def bm_vjp(theta, t1, t2, cot):
+    origin, amp = theta[0], theta[1]
+    elapsed = jnp.minimum(t1[:, None], t2[None, :]) - origin
+    walking = jnp.where(elapsed > 0, cot, 0.0)
+    sum_walking, sum_elapsed = _sums(walking, walking * elapsed)
+    return _pack(-amp * sum_walking, sum_elapsed)
+
+
 # --- SE: amp exp(-r^2 / (2 l^2)) ----------------------------------------------------------------
 def se_value(theta, t1, t2):
     l, amp = theta[0], theta[1]
@@ -204,6 +220,7 @@ VALUE = {
     spec.M32: m32_value,
     spec.M52: m52_value,
     spec.RQ: rq_value,
+    spec.BM: bm_value,
 }
 VJP = {
     spec.CONST: const_vjp,
@@ -216,6 +233,7 @@ VJP = {
     spec.M32: m32_vjp,
     spec.M52: m52_vjp,
     spec.RQ: rq_vjp,
+    spec.BM: bm_vjp,
 }
 
 

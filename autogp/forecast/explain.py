@@ -10,7 +10,8 @@ Term kinds (:func:`classify_term`), used by ``AutoGP.decompose``:
 * ``"seasonal"``: anything containing ``PER``;
 * ``"changepoint"``: a ``CP`` at the root of the term;
 * ``"noise"``: white noise (``WN``, possibly scaled by ``CONST``);
-* ``"trend"``: ``LIN``, ``CONST`` and products with a ``LIN`` or ``CONST`` factor (no ``PER``);
+* ``"trend"``: ``LIN``, ``CONST``, ``BM`` (a random-walk level) and products with such a factor
+  (no ``PER``);
 * ``"smooth"``: smooth variation, ``GE``/``SE``/``M12``/``M32``/``M52``/``RQ`` and their
   products (no ``PER``, no ``LIN``).
 """
@@ -52,7 +53,7 @@ def classify_term(term: Kernel) -> str:
         return "changepoint"
     if spec.WN in ops and ops <= {spec.WN, spec.CONST}:
         return "noise"
-    if ops & {spec.LIN, spec.CONST}:
+    if ops & {spec.LIN, spec.CONST, spec.BM}:
         return "trend"
     return "smooth"
 
@@ -200,6 +201,8 @@ def describe(expr: Kernel, axis: TimeAxis) -> str:
         return "linear trend"
     if op == spec.CONST:
         return "constant offset"
+    if op == spec.BM:
+        return "random-walk level"
     if op == spec.WN:
         return "noise"
     if op == spec.PER:

@@ -314,6 +314,18 @@ class _NoProgress:
         return None
 
 
+def _scaler(series: TimeSeries, config: Config) -> Scaler:
+    """The normalisation of one series under ``config.data`` (log transform, centring)."""
+    from autogp.forecast.metrics import seasonality
+
+    center_last = None
+    if config.data.center == "recent":
+        season = seasonality(series.axis)
+        center_last = season if season > 1 else max(1, int(math.ceil(0.1 * series.n)))
+        center_last = min(center_last, series.n)
+    return Scaler.fit(series.t, series.y, log=config.data.log_transform, center_last=center_last)
+
+
 def _seasonal_period(series: TimeSeries, scaler: Scaler) -> float | None:
     """The calendar season of a regular axis (12 months, 7 days, ...) in normalised time, as a
     hint for the period proposal; None when the axis has none."""
@@ -587,7 +599,7 @@ class AutoGP:
         run_smc: Callable[..., Any],
         callback: Callable[[int, int], None] | None = None,
     ) -> SeriesFit:
-        scaler = Scaler.fit(series.t, series.y, log=self.config.data.log_transform)
+        scaler = _scaler(series, self.config)
         x = scaler.forward_t(series.t)
         y = scaler.forward_y(series.y)
         key = _series_key(self.seed, series.unique_id, panel)
@@ -638,7 +650,7 @@ class AutoGP:
             raise ValueError(f"weights must be {P} non-negative numbers with a positive sum")
         with np.errstate(divide="ignore"):
             lw = np.log(w / w.sum())
-        scaler = Scaler.fit(series.t, series.y, log=model.config.data.log_transform)
+        scaler = _scaler(series, model.config)
         model._fits = {
             series.unique_id: SeriesFit(
                 series=series,

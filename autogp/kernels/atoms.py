@@ -102,6 +102,18 @@ class RQ(Atom):
     amp: float = param_field(spec.RQ, "amp")
 
 
+class Brownian(Atom):
+    """Brownian motion (a random walk) from ``origin``: k(t, t') = amp * max(min(t, t') - origin, 0).
+
+    Non-stationary: its forecasts keep the last level (with growing uncertainty) instead of
+    reverting to the mean; with white noise it is the local-level model of exponential smoothing.
+    """
+
+    opcode: ClassVar[int] = spec.BM
+    origin: float = param_field(spec.BM, "origin")
+    amp: float = param_field(spec.BM, "amp")
+
+
 ATOM_CLASSES: tuple[type[Atom], ...] = (
     Const,
     Linear,
@@ -113,5 +125,6 @@ ATOM_CLASSES: tuple[type[Atom], ...] = (
     Matern32,
     Matern52,
     RQ,
+    Brownian,
 )
 assert tuple(cls.opcode for cls in ATOM_CLASSES) == spec.ATOMS

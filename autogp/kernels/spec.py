@@ -17,7 +17,8 @@ Parameters map to their natural (constrained) values through ``TRANSFORMS``:
 
 * ``"log"``:      theta = exp(u), for positive values (length scales, periods, amplitudes, ...);
 * ``"gamma"``:    theta = 2 * sigmoid(u), for the gamma-exponential's exponent in (0, 2);
-* ``"identity"``: theta = u, for locations on the time axis (LIN intercept, CP location).
+* ``"identity"``: theta = u, for locations on the time axis (LIN intercept, BM origin, CP
+  location).
 
 Default priors are normal in unconstrained space (log-normal on positive parameters with median
 exp(-1.5) in normalised units, as AutoGP.jl), see ``DEFAULT_PRIOR``. Time is normalised to [0, 1]
@@ -44,12 +45,13 @@ M12: Final = 7
 M32: Final = 8
 M52: Final = 9
 RQ: Final = 10
-PLUS: Final = 11
-TIMES: Final = 12
-CP: Final = 13
-NUM_OPS: Final = 14
+BM: Final = 11
+PLUS: Final = 12
+TIMES: Final = 13
+CP: Final = 14
+NUM_OPS: Final = 15
 
-ATOMS: Final = (CONST, LIN, SE, GE, PER, WN, M12, M32, M52, RQ)
+ATOMS: Final = (CONST, LIN, SE, GE, PER, WN, M12, M32, M52, RQ, BM)
 OPERATORS: Final = (PLUS, TIMES, CP)
 MAX_PARAMS: Final = 3
 
@@ -65,6 +67,7 @@ NAMES: Final = {
     M32: "M32",
     M52: "M52",
     RQ: "RQ",
+    BM: "BM",
     PLUS: "+",
     TIMES: "*",
     CP: "CP",
@@ -85,6 +88,7 @@ PARAM_NAMES: Final = {
     M32: ("l", "amp"),
     M52: ("l", "amp"),
     RQ: ("l", "alpha", "amp"),
+    BM: ("origin", "amp"),
     PLUS: (),
     TIMES: (),
     CP: ("location", "scale"),
@@ -101,6 +105,7 @@ SPLIT: Final = {
     M32: 1,
     M52: 1,
     RQ: 2,
+    BM: 1,
     PLUS: 0,
     TIMES: 0,
     CP: 0,
@@ -114,7 +119,7 @@ TRANSFORM_NAMES: Final = {T_IDENTITY: "identity", T_LOG: "log", T_GAMMA: "gamma"
 
 
 def _transform_of(name: str) -> int:
-    if name in ("intercept", "location"):
+    if name in ("intercept", "location", "origin"):
         return T_IDENTITY
     if name == "gamma":
         return T_GAMMA
@@ -144,14 +149,16 @@ UNIT_POWERS: Final = {
     "alpha": (0, 0),
     "v": (0, 2),
     "location": (1, 0),
+    "origin": (1, 0),
     "scale": (1, 0),
 }
 
 # Per-opcode exceptions to UNIT_POWERS: LIN's amp multiplies (t - intercept)(t' - intercept), so it
-# carries time^-2; PER's l divides a squared sine (dimensionless), so it does not scale with time.
-UNIT_POWER_EXCEPTIONS: Final = {(LIN, "amp"): (-2, 2), (PER, "l"): (0, 0)}
+# carries time^-2, and BM's a duration (a variance per unit time), time^-1; PER's l divides a
+# squared sine (dimensionless), so it does not scale with time.
+UNIT_POWER_EXCEPTIONS: Final = {(LIN, "amp"): (-2, 2), (BM, "amp"): (-1, 2), (PER, "l"): (0, 0)}
 # Parameters that are points on the time axis: in data units they also shift by the time offset.
-TIME_LOCATIONS: Final = frozenset({"intercept", "location"})
+TIME_LOCATIONS: Final = frozenset({"intercept", "location", "origin"})
 
 
 def unit_powers(op: int, name: str) -> tuple[int, int]:
@@ -179,6 +186,9 @@ def slot_depth(slot: int) -> int:
 _DEFAULT_BY_NAME: Final = {
     "intercept": (0.5, 1.0),
     "location": (0.5, 0.5),
+    # BM starts a little before the first observation (normalised time 0): its first value
+    # then has some variance of its own (amp * -origin) instead of being pinned at zero.
+    "origin": (-0.1, 0.1),
     "gamma": (0.0, 1.0),
     "scale": (-3.5, 0.5),
 }
