@@ -131,6 +131,25 @@ def test_scaled_crps_by_hand():
     assert np.isnan(scaled_crps(np.zeros(2), quantiles))
 
 
+def test_quantile_crps_of_the_m3_levels_is_two_thirds_of_the_exact_crps():
+    """Why the M3 report's two CRPS figures differ: for a calibrated Gaussian forecast the mean
+    pinball loss at tau is sd * phi(z_tau), so the quantile score over the 9 taus of levels
+    50/80/90/95 is 2 * mean(phi(z_tau)) * sd, while the exact CRPS is sd / sqrt(pi): a ratio of
+    0.673, because 6 of the 9 taus sit in the tails where the loss is small."""
+    from scipy.stats import norm
+
+    taus = level_taus([50, 80, 90, 95])
+    expected = 2.0 * np.mean(norm.pdf(norm.ppf(taus))) * np.sqrt(np.pi)
+    assert expected == pytest.approx(0.673, abs=1e-3)
+    rng = np.random.default_rng(0)
+    sd = rng.uniform(0.5, 2.0, 40_000)
+    mu = rng.normal(size=sd.size) + 10.0
+    y = mu + sd * rng.normal(size=sd.size)
+    quantile = scaled_crps(y, {t: mu + sd * norm.ppf(t) for t in taus})
+    exact = np.mean(mixture_crps(np.ones(1), mu[None], sd[None], y)) / np.mean(np.abs(y))
+    assert quantile / exact == pytest.approx(expected, rel=0.02)
+
+
 def test_quantiles_from_frame_reads_columns_and_names_missing_ones():
     fc = pd.DataFrame({"M": [1.0], "M-lo-97.5": [0.0], "M-hi-97.5": [2.0]})
     q = quantiles_from_frame(fc, "M", [97.5])
