@@ -152,10 +152,10 @@ class DataConfig:
     id_col: str | None = _key(None, "series-id column of a panel", "str", optional=True)
     log_transform: bool = _key(False, "fit log(y) (values must be positive)", "bool")
     center: str = _key(
-        "mean",
-        "prior mean of the model: the series' mean, or 'recent', the mean of its last season "
-        "(12 months, 7 days, ...; else the last tenth of the points): stationary parts of a "
-        "forecast then revert to the recent level",
+        "recent",
+        "prior mean of the model: 'recent', the mean of the series' last season (12 months, "
+        "7 days, ...; else its last tenth), so that stationary parts of a forecast revert to "
+        "the recent level; or 'mean', the whole series' mean (AutoGP.jl)",
         "choice",
         choices=("mean", "recent"),
     )

@@ -328,9 +328,11 @@ def test_log_transform_option(monkeypatch, airline):
 
 def test_recent_centring_uses_the_last_season(monkeypatch, airline):
     install_fake_smc(monkeypatch)
-    model = AutoGP({"data": {"center": "recent"}}, progress=False).fit(airline)
+    model = AutoGP(progress=False).fit(airline)  # the default
     scaler = model.fits["series"].scaler
     assert scaler.value_offset == pytest.approx(np.mean(airline["y"].iloc[-12:]), rel=1e-12)
+    model = AutoGP({"data": {"center": "mean"}}, progress=False).fit(airline)
+    assert model.fits["series"].scaler.value_offset == pytest.approx(np.mean(airline["y"]))
     numeric = pd.DataFrame({"ds": np.arange(50.0), "y": np.arange(50.0)})
     model = AutoGP({"data": {"center": "recent"}}, progress=False).fit(numeric)
     # No calendar season on a plain numeric axis: the last tenth of the points.
