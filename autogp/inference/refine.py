@@ -69,29 +69,35 @@ def optimize(
 
     def loss(variables):
         p, n = variables
-        log_post, _ = log_posterior_fn(p, n)
+        log_post, log_lik = log_posterior_fn(p, n)
         # Failed particles contribute nothing (their gradient is zero by construction).
-        return -jnp.sum(jnp.where(jnp.isfinite(log_post), log_post, 0.0))
+        return -jnp.sum(jnp.where(jnp.isfinite(log_post), log_post, 0.0)), (log_post, log_lik)
 
-    def step(carry, _):
+    def step(carry, i):
         variables, opt_state = carry
-        grads = jax.grad(loss)(variables)
+        (_, scores), grads = jax.value_and_grad(loss, has_aux=True)(variables)
         grads = (
             jnp.where(active, grads[0], 0.0),
             grads[1] if learn_noise else jnp.zeros_like(grads[1]),
         )
         grads = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
-        updates, opt_state = optimizer.update(grads, opt_state, variables)
-        return (optax.apply_updates(variables, updates), opt_state), None
+        updates, new_state = optimizer.update(grads, opt_state, variables)
+        moved = optax.apply_updates(variables, updates)
+        last = i == steps  # the extra pass only scores the end point
+        variables, opt_state = jax.tree_util.tree_map(
+            lambda new, old: jnp.where(last, old, new), (moved, new_state), (variables, opt_state)
+        )
+        return (variables, opt_state), scores
 
+    # steps + 1 passes: every pass scores the point it starts from, so the first pass scores the
+    # start and the last one the end. This keeps the refinement to one call site of the (large)
+    # likelihood program (each call site is compiled separately) for the cost of one gradient.
     start = (params, noise)
-    (end, _), _ = jax.lax.scan(step, (start, optimizer.init(start)), None, length=steps)
-    # Score the start and the end with a single call site of the (large) likelihood program:
-    # every call site is compiled separately.
-    stacked = jax.tree_util.tree_map(lambda a, b: jnp.stack([a, b]), start, end)
-    posts, lls = jax.lax.map(lambda v: log_posterior_fn(*v), stacked)
-    before, after = posts[0], posts[1]
-    ll_before, ll_after = lls[0], lls[1]
+    (end, _), (posts, lls) = jax.lax.scan(
+        step, (start, optimizer.init(start)), jnp.arange(steps + 1)
+    )
+    before, after = posts[0], posts[-1]
+    ll_before, ll_after = lls[0], lls[-1]
     better = jnp.isfinite(after) & (after >= jnp.where(jnp.isfinite(before), before, -jnp.inf))
     return Refined(
         params=jnp.where(better[:, None, None], end[0], params),
