@@ -11,9 +11,9 @@ import numpy as np
 
 from autogp.kernels import (
     GE,
-    Brownian,
     RQ,
     SE,
+    Brownian,
     ChangePoint,
     Const,
     Kernel,

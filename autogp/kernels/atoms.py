@@ -103,7 +103,8 @@ class RQ(Atom):
 
 
 class Brownian(Atom):
-    """Brownian motion (a random walk) from ``origin``: k(t, t') = amp * max(min(t, t') - origin, 0).
+    """Brownian motion (a random walk) from ``origin``:
+    k(t, t') = amp * max(min(t, t') - origin, 0).
 
     Non-stationary: its forecasts keep the last level (with growing uncertainty) instead of
     reverting to the mean; with white noise it is the local-level model of exponential smoothing.
