@@ -423,6 +423,13 @@ class ForecastConfig:
     observation_noise: bool = _key(
         True, "intervals for new observations (true) or for the latent function (false)", "bool"
     )
+    point: str = _key(
+        "mean",
+        "point forecast: the predictive mean, or the median (best under absolute-error metrics "
+        "such as MASE and sMAPE; below the mean under log_transform)",
+        "choice",
+        choices=("mean", "median"),
+    )
 
     def _check(self, prefix: str) -> None:
         for name in ("levels", "quantiles"):

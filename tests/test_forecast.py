@@ -7,6 +7,8 @@ engine end to end.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -324,6 +326,32 @@ def test_log_transform_option(monkeypatch, airline):
     d = model.decompose()
     assert d.attrs["units"] == "log"
     np.testing.assert_allclose(d["y"].iloc[:144], np.log(airline["y"]))
+
+
+def test_median_point_forecast_is_the_mixture_median(monkeypatch, airline):
+    install_fake_smc(monkeypatch)
+    model = AutoGP({"forecast": {"point": "median"}}, log_transform=True, progress=False)
+    model.fit(airline)
+    med = model.predict(18, level=[80])
+    mean = model.predict(18, level=[80], point="mean")
+    np.testing.assert_allclose(med["AutoGP-hi-80"], mean["AutoGP-hi-80"], rtol=1e-12)
+    assert not np.allclose(med["AutoGP"], mean["AutoGP"], rtol=1e-3)
+    # Each particle is log-normal: its median exp(mu) lies below its mean exp(mu + sd^2 / 2).
+    pp_mean = model.predict(18, level=[80], per_particle=True, point="mean")
+    # Independent check: each particle is log-normal, its median exp(mu) and its 80% bounds
+    # exp(mu -+ 1.2816 sd); the mixture CDF of log y at the reported median is one half.
+    pp = model.predict(18, level=[80], per_particle=True, point="median")
+    mu = np.log(pp["AutoGP"].to_numpy()).reshape(2, 18)
+    sd = (mu - np.log(pp["AutoGP-lo-80"].to_numpy()).reshape(2, 18)) / 1.2815515655446004
+    w = pp["weight"].to_numpy().reshape(2, 18)
+    np.testing.assert_allclose(
+        pp_mean["AutoGP"].to_numpy().reshape(2, 18), np.exp(mu + 0.5 * sd**2), rtol=1e-9
+    )
+    z = (np.log(med["AutoGP"].to_numpy())[None, :] - mu) / (sd * np.sqrt(2.0))
+    cdf = (w * 0.5 * (1.0 + np.vectorize(math.erf)(z))).sum(axis=0)
+    np.testing.assert_allclose(cdf, 0.5, atol=1e-6)
+    with pytest.raises(ValueError, match="point"):
+        model.predict(3, point="mode")
 
 
 def test_recent_centring_uses_the_last_season(monkeypatch, airline):

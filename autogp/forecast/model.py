@@ -787,6 +787,7 @@ class AutoGP:
         level: Sequence[float] | None = None,
         quantiles: Sequence[float] | None = None,
         include_noise: bool | None = None,
+        point: str | None = None,
         per_particle: bool = False,
         unique_id: str | Sequence[str] | None = None,
     ) -> pd.DataFrame:
@@ -801,14 +802,17 @@ class AutoGP:
             quantiles: probabilities in (0, 1); columns ``AutoGP-q-10`` etc.
             include_noise: intervals for new noisy observations (True) or for the latent
                 function (False); default ``forecast.observation_noise``.
+            point: the ``AutoGP`` column: ``"mean"`` or ``"median"`` of the predictive
+                distribution (default ``forecast.point``). The median minimises expected absolute
+                error; under ``log_transform`` it is exp of the log-scale median, below the mean.
             per_particle: one row per (time, particle) with the particle's weight, structure,
                 mean and its own Gaussian intervals, instead of the mixture.
             unique_id: restrict to some series of a panel.
 
         Intervals are exact quantiles of the Gaussian mixture (bisection on its CDF) mapped to
         data units; under ``log_transform`` the mean is the log-normal mixture's mean and the
-        quantiles are exp of the log-scale quantiles. Particles whose predictions are not finite
-        are dropped with a warning.
+        quantiles (the median included) are exp of the log-scale quantiles. Particles whose
+        predictions are not finite are dropped with a warning.
         """
         fc = self.config.forecast
         if level is None:
@@ -817,6 +821,10 @@ class AutoGP:
         qs = _check_quantiles(quantiles) if quantiles is not None else []
         if include_noise is None:
             include_noise = fc.observation_noise
+        if point is None:
+            point = fc.point
+        if point not in ("mean", "median"):
+            raise ValueError(f"predict: point must be 'mean' or 'median', got {point!r}")
         frame = horizon if isinstance(horizon, pd.DataFrame) else None
         if frame is not None and "ds" not in frame.columns:
             raise DataError("predict: a frame of future times needs a 'ds' column")
@@ -824,9 +832,13 @@ class AutoGP:
         for fit in self._selected(unique_id):
             t_new, ds_new = self._targets(fit, horizon, frame)
             if per_particle:
-                parts.append(self._predict_particles(fit, t_new, ds_new, levels, qs, include_noise))
+                parts.append(
+                    self._predict_particles(fit, t_new, ds_new, levels, qs, include_noise, point)
+                )
             else:
-                parts.append(self._predict_mixture(fit, t_new, ds_new, levels, qs, include_noise))
+                parts.append(
+                    self._predict_mixture(fit, t_new, ds_new, levels, qs, include_noise, point)
+                )
         out = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
         return out
 
@@ -843,7 +855,9 @@ class AutoGP:
             probs.append(q)
         return names, np.asarray(probs, dtype=np.float64)
 
-    def _predict_mixture(self, fit, t_new, ds_new, levels, qs, include_noise) -> pd.DataFrame:
+    def _predict_mixture(
+        self, fit, t_new, ds_new, levels, qs, include_noise, point="mean"
+    ) -> pd.DataFrame:
         df = pd.DataFrame({"unique_id": fit.unique_id, "ds": ds_new}, index=range(len(ds_new)))
         names, probs = self._probs(levels, qs)
         if len(t_new) == 0:
@@ -851,14 +865,19 @@ class AutoGP:
                 df[c] = np.zeros(0)
             return df
         mix = fit.mixture(t_new, include_noise)
-        df[MODEL_NAME] = fit.to_data_mean(mix)
+        if point == "median":
+            df[MODEL_NAME] = fit.scaler.inverse_y(mix.quantiles(np.array([0.5])))[0]
+        else:
+            df[MODEL_NAME] = fit.to_data_mean(mix)
         if probs.size:
             q = fit.scaler.inverse_y(mix.quantiles(probs))
             for name, row in zip(names, q, strict=True):
                 df[name] = row
         return df
 
-    def _predict_particles(self, fit, t_new, ds_new, levels, qs, include_noise) -> pd.DataFrame:
+    def _predict_particles(
+        self, fit, t_new, ds_new, levels, qs, include_noise, point="mean"
+    ) -> pd.DataFrame:
         mean, var = fit.predictive(t_new, include_noise)
         w = fit.weights()
         structures = [structure(e) for e in fit.expressions()]
@@ -874,7 +893,7 @@ class AutoGP:
             "weight": np.repeat(w, M),
             "structure": np.repeat(np.asarray(structures, dtype=object), M),
         }
-        if s.log:
+        if s.log and point == "mean":
             mu_log = s.value_offset + s.value_scale * mean
             sd_log = s.value_scale * sd
             rows[MODEL_NAME] = np.exp(mu_log + 0.5 * sd_log**2).reshape(-1)
