@@ -398,6 +398,14 @@ class RefineConfig:
     hmc_leapfrog_steps: int = _key(10, "leapfrog steps per HMC proposal", "int", lo=1, hi=1000)
     hmc_steps: int = _key(10, "HMC proposals per refinement", "int", lo=0, hi=100_000)
     learn_noise: bool = _key(True, "refine the observation noise too", "bool")
+    posterior_draws: int = _key(
+        0,
+        "after the last round, replace each particle by this many HMC draws of its parameters "
+        "on all the data (hmc_* settings), so forecasts carry parameter uncertainty; 0 or 1: off",
+        "int",
+        lo=0,
+        hi=1000,
+    )
 
 
 @dataclass(frozen=True)

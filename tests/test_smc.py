@@ -122,6 +122,33 @@ def test_panel_of_unequal_series_in_one_program_matches_shapes_and_is_finite():
         assert np.isclose(logsumexp(r.log_weights), 0.0)
 
 
+def test_posterior_draws_copy_each_particle_and_move_only_its_parameters():
+    x = np.linspace(0, 1, 30)
+    y = np.sin(6 * x) + 0.1 * np.cos(40 * x)
+    base = smc.run_smc(x, y, _quick_config(), key=jax.random.key(2))
+    cfg = load_config({
+        "smc": {"num_particles": 4, "num_rounds": 3, "structure_moves": 2},
+        "refine": {"steps": 5, "posterior_draws": 3, "hmc_steps": 4, "hmc_step_size": 0.02},
+    })
+    before = smc.TRACE_COUNT["draws"]
+    drawn = smc.run_smc(x, y, cfg, key=jax.random.key(2))
+    smc.run_smc(x, np.cos(4 * x), cfg, key=jax.random.key(5))
+    assert smc.TRACE_COUNT["draws"] - before <= 1
+    # The rounds are untouched: K adjacent copies of each particle's structure, sharing its weight.
+    np.testing.assert_array_equal(drawn.ops, np.repeat(base.ops, 3, axis=0))
+    np.testing.assert_allclose(drawn.log_weights, np.repeat(base.log_weights, 3) - np.log(3))
+    assert drawn.log_marginal_likelihood == base.log_marginal_likelihood
+    # Each copy ran its own chain from the particle's optimum: the copies differ from it and
+    # from each other, and only in the parameters the structure uses.
+    start = np.repeat(base.params, 3, axis=0)
+    moved = np.any(drawn.params != start, axis=(1, 2)) | (drawn.noise != np.repeat(base.noise, 3))
+    assert moved.mean() > 0.5
+    assert len({tuple(r.ravel()) for r in drawn.params}) > len(base.params)
+    unused = np.repeat(base.ops, 3, axis=0) == spec.EMPTY
+    np.testing.assert_array_equal(drawn.params[unused], start[unused])
+    assert np.all(np.isfinite(drawn.params)) and np.all(np.isfinite(drawn.noise))
+
+
 @pytest.mark.parametrize("schedule", ["linear", "log", "online"])
 def test_schedules_increase_to_n(schedule):
     counts = smc.schedule_counts(50, schedule, num_rounds=6)

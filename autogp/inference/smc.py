@@ -34,7 +34,7 @@ from autogp.inference import moves, periods, refine, resampling
 Array = jax.Array
 
 #: Bumped whenever the compiled round changes; counts (re)traces for tests.
-TRACE_COUNT = {"round": 0}
+TRACE_COUNT = {"round": 0, "draws": 0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +56,7 @@ class SMCSettings:
     hmc_leapfrog_steps: int = 10
     hmc_steps: int = 10
     learn_noise: bool = True
+    posterior_draws: int = 0
     period_proposal: float = 0.5
     period_spread: float = 0.05
 
@@ -79,6 +80,7 @@ class SMCSettings:
             hmc_leapfrog_steps=ref.hmc_leapfrog_steps,
             hmc_steps=ref.hmc_steps,
             learn_noise=ref.learn_noise,
+            posterior_draws=ref.posterior_draws,
             period_proposal=smc.period_proposal,
             period_spread=smc.period_spread,
         )
@@ -306,6 +308,52 @@ def smc_round(
 _compiled_round = jax.jit(smc_round, static_argnums=(0, 1))
 
 
+def draw_parameters(
+    grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data, *, key: Array
+) -> SMCState:
+    """Replace each particle by ``settings.posterior_draws`` copies whose parameters are moved
+    by independent HMC chains on all the data; the copies share the particle's weight.
+
+    Optimised parameters are one point of each structure's posterior; forecasts from them miss
+    the parameters' uncertainty and their intervals are too narrow far ahead. Chains start at
+    that point, so a few transitions suffice and the copies' median stays near it.
+    """
+    TRACE_COUNT["draws"] += 1
+    G, P = state.noise.shape
+    K = settings.posterior_draws
+
+    def copies(a):  # [G, P, ...] -> [G, P * K, ...], copies of a particle adjacent
+        return jnp.repeat(a, K, axis=1)
+
+    ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
+    loglik = _likelihood_fn(data, data.length, P * K)
+
+    def log_posterior(params, noise):
+        ll = loglik(ops, params, noise)
+        lp = (
+            ll
+            + gr.log_prior_params(grammar, ops, params)
+            + gr.log_prior_noise(grammar, noise)
+        )
+        return lp, ll
+
+    drawn = refine.hmc(
+        log_posterior, ops, params, noise,
+        key=key, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
+        leapfrog_steps=settings.hmc_leapfrog_steps, learn_noise=settings.learn_noise,
+    )
+    return state._replace(
+        ops=_unflat(ops, G),
+        params=_unflat(drawn.params, G),
+        noise=_unflat(drawn.noise, G),
+        log_likelihood=_unflat(drawn.log_likelihood, G),
+        log_weights=copies(state.log_weights) - jnp.log(K),
+    )
+
+
+_compiled_draws = jax.jit(draw_parameters, static_argnums=(0, 1))
+
+
 def check_finite(state: SMCState) -> None:
     """Debug check: no NaN or infinity in weights, parameters or noise (``-inf`` log weights
     of failed particles are allowed)."""
@@ -508,6 +556,9 @@ def run_smc_panel(
         raise ValueError("y contains NaN; clean the data first (autogp.data does)")
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
                                 callback=callback, debug=debug)
+    if settings.posterior_draws > 1:
+        # Its own key, so the rounds are the same with and without draws.
+        state = _compiled_draws(grammar, settings, state, data, key=jax.random.fold_in(key, 7))
     if not np.all(np.isfinite(np.asarray(state.log_evidence))):
         bad = np.flatnonzero(~np.isfinite(np.asarray(state.log_evidence))).tolist()
         raise FloatingPointError(
@@ -531,6 +582,7 @@ def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=
 
     Reweights by the likelihood of the new points, resamples if needed and rejuvenates, over
     ``num_rounds`` rounds (default: one round per new point, at most ``config.smc.num_rounds``).
+    Copies made by ``refine.posterior_draws`` continue as particles of their own (no new draws).
     """
     grammar = grammar_from_config(config)
     settings = SMCSettings.from_config(config)
