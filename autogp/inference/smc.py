@@ -56,7 +56,6 @@ class SMCSettings:
     hmc_leapfrog_steps: int = 10
     hmc_steps: int = 10
     learn_noise: bool = True
-    posterior_draws: int = 0
     period_proposal: float = 0.5
     period_spread: float = 0.05
 
@@ -80,7 +79,6 @@ class SMCSettings:
             hmc_leapfrog_steps=ref.hmc_leapfrog_steps,
             hmc_steps=ref.hmc_steps,
             learn_noise=ref.learn_noise,
-            posterior_draws=ref.posterior_draws,
             period_proposal=smc.period_proposal,
             period_spread=smc.period_spread,
         )
@@ -178,6 +176,18 @@ def _likelihood_fn(data: Data, count: Array, P: int):
     return fn
 
 
+def _log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array):
+    """``(params, noise) -> (log posterior, log likelihood)`` of particles with structures
+    ``ops``: what refinement and posterior draws move the parameters on."""
+
+    def fn(params, noise):
+        ll = loglik(ops, params, noise)
+        lp = ll + gr.log_prior_params(grammar, ops, params) + gr.log_prior_noise(grammar, noise)
+        return lp, ll
+
+    return fn
+
+
 def _period_proposal(settings: SMCSettings, data: Data, P: int):
     if settings.period_proposal <= 0:
         return None
@@ -262,15 +272,7 @@ def smc_round(
     else:
         acceptance = jnp.zeros(())
 
-    def log_posterior(params, noise):
-        ll = loglik(particles.ops, params, noise)
-        lp = (
-            ll
-            + gr.log_prior_params(grammar, particles.ops, params)
-            + gr.log_prior_noise(grammar, noise)
-        )
-        return lp, ll
-
+    log_posterior = _log_posterior_fn(grammar, loglik, particles.ops)
     if settings.refine_mode == "optimize" and settings.refine_steps > 0:
         refined = refine.optimize(
             log_posterior, particles.ops, particles.params, particles.noise,
@@ -309,9 +311,10 @@ _compiled_round = jax.jit(smc_round, static_argnums=(0, 1))
 
 
 def draw_parameters(
-    grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data, *, key: Array
+    grammar: gr.Grammar, settings: SMCSettings, draws: int, state: SMCState, data: Data, *,
+    key: Array,
 ) -> SMCState:
-    """Replace each particle by ``settings.posterior_draws`` copies whose parameters are moved
+    """Replace each particle by ``draws`` copies whose parameters are moved
     by independent HMC chains on all the data; the copies share the particle's weight.
 
     Optimised parameters are one point of each structure's posterior; forecasts from them miss
@@ -320,23 +323,12 @@ def draw_parameters(
     """
     TRACE_COUNT["draws"] += 1
     G, P = state.noise.shape
-    K = settings.posterior_draws
 
-    def copies(a):  # [G, P, ...] -> [G, P * K, ...], copies of a particle adjacent
-        return jnp.repeat(a, K, axis=1)
+    def copies(a):  # [G, P, ...] -> [G, P * draws, ...], copies of a particle adjacent
+        return jnp.repeat(a, draws, axis=1)
 
     ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
-    loglik = _likelihood_fn(data, data.length, P * K)
-
-    def log_posterior(params, noise):
-        ll = loglik(ops, params, noise)
-        lp = (
-            ll
-            + gr.log_prior_params(grammar, ops, params)
-            + gr.log_prior_noise(grammar, noise)
-        )
-        return lp, ll
-
+    log_posterior = _log_posterior_fn(grammar, _likelihood_fn(data, data.length, P * draws), ops)
     drawn = refine.hmc(
         log_posterior, ops, params, noise,
         key=key, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
@@ -347,11 +339,11 @@ def draw_parameters(
         params=_unflat(drawn.params, G),
         noise=_unflat(drawn.noise, G),
         log_likelihood=_unflat(drawn.log_likelihood, G),
-        log_weights=copies(state.log_weights) - jnp.log(K),
+        log_weights=copies(state.log_weights) - jnp.log(draws),
     )
 
 
-_compiled_draws = jax.jit(draw_parameters, static_argnums=(0, 1))
+_compiled_draws = jax.jit(draw_parameters, static_argnums=(0, 1, 2))
 
 
 def check_finite(state: SMCState) -> None:
@@ -556,9 +548,11 @@ def run_smc_panel(
         raise ValueError("y contains NaN; clean the data first (autogp.data does)")
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
                                 callback=callback, debug=debug)
-    if settings.posterior_draws > 1:
+    draws = config.refine.posterior_draws
+    if draws > 1:
         # Its own key, so the rounds are the same with and without draws.
-        state = _compiled_draws(grammar, settings, state, data, key=jax.random.fold_in(key, 7))
+        state = _compiled_draws(grammar, settings, draws, state, data,
+                                key=jax.random.fold_in(key, 7))
     if not np.all(np.isfinite(np.asarray(state.log_evidence))):
         bad = np.flatnonzero(~np.isfinite(np.asarray(state.log_evidence))).tolist()
         raise FloatingPointError(
