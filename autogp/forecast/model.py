@@ -865,14 +865,13 @@ class AutoGP:
                 df[c] = np.zeros(0)
             return df
         mix = fit.mixture(t_new, include_noise)
-        if point == "median":
-            df[MODEL_NAME] = fit.scaler.inverse_y(mix.quantiles(np.array([0.5])))[0]
-        else:
-            df[MODEL_NAME] = fit.to_data_mean(mix)
-        if probs.size:
-            q = fit.scaler.inverse_y(mix.quantiles(probs))
-            for name, row in zip(names, q, strict=True):
-                df[name] = row
+        median = point == "median"
+        # One bisection for the interval bounds and, last, the median.
+        solve = np.append(probs, 0.5) if median else probs
+        q = fit.scaler.inverse_y(mix.quantiles(solve)) if solve.size else solve
+        df[MODEL_NAME] = q[-1] if median else fit.to_data_mean(mix)
+        for name, row in zip(names, q[: len(names)], strict=True):
+            df[name] = row
         return df
 
     def _predict_particles(
