@@ -11,6 +11,8 @@ Reads from RUN_DIR:
 * ``train.csv`` (required): the training rows ``unique_id``, ``ds``, ``y`` (for the MASE scale);
 * ``baselines.csv`` (optional): the statsforecast baselines in the same layout, with ``y``;
 * ``structures.csv`` (optional): ``unique_id``, ``structure``, ``weight`` (posterior weights);
+* ``metrics.csv`` (optional): autogp's per-series scores; the mean log predictive density and
+  the exact CRPS of the particle mixture (``lpd_per_point``, ``crps_mixture_scaled``) are shown;
 * ``summary.json`` (optional): run facts; ``date``, ``machine``, ``command``, ``fit_seconds`` and
   ``series`` are shown when present.
 
@@ -30,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from autogp.forecast.scoring import (
+    horizon_coverage,
     horizon_errors,
     level_label,
     score_forecasts,
@@ -175,6 +178,12 @@ def plot_structures(counts: pd.Series, path: Path) -> None:
 
 
 # ---- the report ------------------------------------------------------------------------------
+def mixture_scores(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Mean and median over series of autogp's density scores (the columns present)."""
+    columns = [c for c in ("lpd_per_point", "crps_mixture_scaled") if c in metrics.columns]
+    return metrics[columns].agg(["mean", "median", "max"]).T.rename_axis("score")
+
+
 def _header(run_dir: Path, summary: dict) -> list[str]:
     lines = ["# M3 monthly benchmark report", "", f"Run directory: `{run_dir}`", ""]
     for key in SUMMARY_KEYS:
@@ -224,6 +233,29 @@ def build_report(run_dir: Path, out: Path) -> Path:
         coverage_png = out.with_name(f"{stem}_coverage.png")
         plot_coverage(table, levels, coverage_png)
         lines += ["## Interval coverage", "", f"![Coverage]({coverage_png.name})", ""]
+        widest = max(levels)
+        by_step = horizon_coverage(fc, models, widest)
+        lines += [
+            f"Coverage of the {level_label(widest)}% interval by forecast step:",
+            "",
+            to_markdown_table(by_step.T.rename_axis("model"), float_format=".3f"),
+        ]
+
+    metrics_path = run_dir / "metrics.csv"
+    if metrics_path.exists():
+        scores_table = mixture_scores(_read_csv(metrics_path, ("unique_id",)))
+        if len(scores_table):
+            lines += [
+                "## autogp's predictive density",
+                "",
+                "Per-series scores of the particle mixture itself (not its quantiles): the mean "
+                "log predictive density per held-out point, and the exact CRPS of the mixture "
+                "over mean |y|. Under `log_transform` the mixture is log-normal, so a series "
+                "whose far-horizon spread is wide in log units can dominate the mean CRPS; the "
+                "median is shown beside it.",
+                "",
+                to_markdown_table(scores_table, float_format=".4g"),
+            ]
 
     structures_path = run_dir / "structures.csv"
     if structures_path.exists():

@@ -13,6 +13,7 @@ from scipy import integrate
 from scipy.special import ndtr
 
 from autogp.forecast.scoring import (
+    horizon_coverage,
     horizon_errors,
     level_taus,
     mixture_crps,
@@ -278,6 +279,22 @@ def test_horizon_errors_and_summary_table():
     assert md[3].startswith("| SNaive | ") and "| 1.000 |" in md[3]
 
 
+def test_horizon_coverage_counts_closed_intervals_per_step():
+    fc = pd.DataFrame(
+        {
+            "unique_id": ["A", "A", "A", "B", "B", "B"],
+            "y": [1.0, 2.0, 3.0, 1.0, 2.0, 3.0],
+            "M-lo-90": [0.0, 2.0, 3.5, 1.5, 0.0, 0.0],  # A: inside, on the end, above
+            "M-hi-90": [2.0, 4.0, 9.0, 2.0, 2.0, 2.9],  # B: below, on the end, above
+        }
+    )
+    table = horizon_coverage(fc, ["M"], 90)
+    assert list(table.index) == [1, 2, 3] and table.index.name == "horizon"
+    np.testing.assert_array_equal(table["M"], [0.5, 1.0, 0.0])
+    with pytest.raises(ValueError, match="'M-hi-95'"):
+        horizon_coverage(fc.rename(columns={"M-lo-90": "M-lo-95"}), ["M"], 95)
+
+
 # ---- statsforecast baselines -----------------------------------------------------------------
 def test_statsforecast_baselines_on_m3_series():
     pytest.importorskip("statsforecast")
@@ -349,6 +366,13 @@ def _write_run_dir(run_dir: Path, *, optional: bool) -> None:
     pd.concat(autogp_rows).to_csv(run_dir / "forecast.csv", index=False)
     if not optional:
         return
+    pd.DataFrame(
+        {
+            "unique_id": ["S1", "S2", "S3"],
+            "lpd_per_point": [-1.0, -2.0, -6.0],
+            "crps_mixture_scaled": [0.1, 0.2, 3.0],
+        }
+    ).to_csv(run_dir / "metrics.csv", index=False)
     pd.concat(baseline_rows).to_csv(run_dir / "baselines.csv", index=False)
     pd.DataFrame(
         {
@@ -370,6 +394,13 @@ def test_report_script_writes_report_and_plots(tmp_path):
     assert "| AutoGP |" in text and "| SeasonalNaive |" in text
     assert "test box" in text and "`autogp run`" in text
     assert "| PER | 3 |" in text  # the top structure of all three series
+    # the 95% intervals: AutoGP's +-4 around last year's values, seasonal naive's +-8
+    fc = pd.read_csv(tmp_path / "forecast.csv")
+    inside = (fc["y"] - fc["AutoGP-lo-95"]).between(0, 8).to_numpy().reshape(3, 6).mean(axis=0)
+    assert "| AutoGP | " + " | ".join(f"{v:.3f}" for v in inside) + " |" in text
+    # mean, median and max over the series of the mixture scores in metrics.csv
+    assert "| lpd_per_point | -3 | -2 | -1 |" in text
+    assert "| crps_mixture_scaled | 1.1 | 0.2 | 3 |" in text
     for name in ("smape_by_horizon", "coverage", "structures"):
         assert (tmp_path / f"report_{name}.png").stat().st_size > 0
 
@@ -391,14 +422,35 @@ def test_lognormal_mixture_crps_matches_numerical_integration():
 
     rng = np.random.default_rng(11)
     w = np.array([0.2, 0.5, 0.3])
-    mu = rng.normal(5.0, 0.3, size=(3, 4))
-    sd = rng.uniform(0.05, 0.4, size=(3, 4))
-    y = np.exp(rng.normal(5.0, 0.4, size=4))
+    mu = rng.normal(5.0, 0.3, size=(3, 6))
+    sd = rng.uniform(0.05, 0.4, size=(3, 6))
+    sd[:, 4:] = [[0.8, 1.0], [2.0, 1.5], [3.0, 2.5]]  # wide in log units: decades of spread
+    y = np.exp(rng.normal(5.0, 0.4, size=6))
+    y[3] = np.exp(9.0)  # far above every component
+    y[5] = -3.0  # below the support
     got = lognormal_mixture_crps(w, mu, sd, y)
-    for m in range(4):
+    for m in range(6):
+
         def cdf(x, m=m):
-            return sum(w[p] * stats.lognorm.cdf(x, s=sd[p, m], scale=np.exp(mu[p, m]))
-                       for p in range(3))
-        below = integrate.quad(lambda x: cdf(x) ** 2, 0, y[m], limit=200)[0]
-        above = integrate.quad(lambda x: (1 - cdf(x)) ** 2, y[m], np.inf, limit=200)[0]
-        assert got[m] == pytest.approx(below + above, rel=2e-4)
+            return sum(
+                w[p] * stats.lognorm.cdf(x, s=sd[p, m], scale=np.exp(mu[p, m])) for p in range(3)
+            )
+
+        def sf(x, m=m):
+            return sum(
+                w[p] * stats.lognorm.sf(x, s=sd[p, m], scale=np.exp(mu[p, m])) for p in range(3)
+            )
+
+        # quad in x, split at the component medians so it sees where the mass is
+        knots = np.sort(np.exp(mu[:, m]))
+        if y[m] > 0:
+            below = integrate.quad(lambda x: cdf(x) ** 2, 0, y[m], limit=500)[0]
+            cuts = [y[m], *knots[knots > y[m]], np.inf]
+        else:
+            below = -y[m]  # (0 - 1)^2 on [y, 0)
+            cuts = [0.0, *knots, np.inf]
+        above = sum(
+            integrate.quad(lambda x: sf(x) ** 2, a, b, limit=500)[0]
+            for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+        )
+        assert got[m] == pytest.approx(below + above, rel=2e-4), m

@@ -233,13 +233,23 @@ def _score_one(
 
 
 def lognormal_mixture_crps(
-    weights: np.ndarray, log_means: np.ndarray, log_sds: np.ndarray, y: np.ndarray,
-    *, grid_points: int = 4001,
+    weights: np.ndarray,
+    log_means: np.ndarray,
+    log_sds: np.ndarray,
+    y: np.ndarray,
+    *,
+    grid_points: int = 4001,
 ) -> np.ndarray:
     """CRPS of the log-normal mixture ``sum_p w_p LogNormal(log_means[p], log_sds[p]^2)`` at each
-    point: the integral of ``(F(x) - 1{x >= y})^2`` by the trapezoid rule on a grid spanning
-    every component's +-5.3 sd range (the mixture's 1e-7 tails) and ``y``. This is the
-    forecast of a model fitted in log units; the Gaussian closed form does not apply.
+    point: the integral of ``(F(x) - 1{x >= y})^2``. This is the forecast of a model fitted in
+    log units; the Gaussian closed form does not apply.
+
+    The integral is taken in ``t = log x`` (``dx = e^t dt``) by the trapezoid rule, on grids
+    below and above ``log y`` that span every component's 5.3-sd range and, above, the upper
+    tail where ``(1 - F)^2 e^t`` peaks for a wide component (near ``sd / 2`` sds above its
+    mean). A grid linear in ``x`` would be too coarse near ``y`` once the spread in log units
+    is wide (a log sd of 3 spans eight decades). ``y <= 0`` lies below the support: its CRPS
+    is ``-y`` plus the integral of ``(1 - F)^2`` over ``x > 0``.
 
     Shapes as :func:`mixture_crps` (``log_means``/``log_sds`` in log units). Returns ``[M]``.
     """
@@ -248,21 +258,27 @@ def lognormal_mixture_crps(
     mu = np.asarray(log_means, dtype=np.float64)
     sd = np.maximum(np.asarray(log_sds, dtype=np.float64), 1e-12)
     y = np.asarray(y, dtype=np.float64)
-    lo = np.minimum(np.exp(np.min(mu - 5.3 * sd, axis=0)), y)
-    hi = np.maximum(np.exp(np.max(mu + 5.3 * sd, axis=0)), y)
-    # Separate grids below and above y: the integrand jumps there.
+    t_lo = np.min(mu - 5.3 * sd, axis=0)
+    # e^t overflows past 709; a forecast that reaches there has an astronomically large CRPS.
+    t_hi = np.minimum(np.max(mu + (5.3 + sd) * sd, axis=0), 700.0)
+    positive = y > 0
+    t_y = np.where(positive, np.log(np.where(positive, y, 1.0)), t_lo)
     u = np.linspace(0.0, 1.0, grid_points // 2 + 1)[:, None]
 
-    def cdf(grid):
-        z = (np.log(np.maximum(grid, 1e-300))[:, None, :] - mu[None]) / sd[None]
+    def cdf(t):
         with x64():
-            phi = np.asarray(ndtr(jnp.asarray(z)))
+            phi = np.asarray(ndtr(jnp.asarray((t[:, None, :] - mu[None]) / sd[None])))
         return np.einsum("p,gpm->gm", w, phi)
 
-    below = lo[None, :] + (y - lo)[None, :] * u
-    above = y[None, :] + (hi - y)[None, :] * u
-    return (np.trapezoid(cdf(below) ** 2, below, axis=0)
-            + np.trapezoid((1.0 - cdf(above)) ** 2, above, axis=0))
+    start = np.minimum(t_lo, t_y)
+    below = start[None, :] + (t_y - start)[None, :] * u
+    end = np.maximum(t_hi, t_y)
+    above = t_y[None, :] + (end - t_y)[None, :] * u
+    crps = np.trapezoid(cdf(below) ** 2 * np.exp(below), below, axis=0) + np.trapezoid(
+        (1.0 - cdf(above)) ** 2 * np.exp(above), above, axis=0
+    )
+    # y <= 0: the integrand is 1 on [y, 0) and (1 - F)^2 ~ 1 on (0, e^t_lo), left of the grid.
+    return np.where(positive, crps, crps - y + np.exp(t_lo))
 
 
 def score_forecasts(
@@ -328,6 +344,23 @@ def horizon_errors(fc: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
     return table
 
 
+def horizon_coverage(fc: pd.DataFrame, models: Sequence[str], level: float) -> pd.DataFrame:
+    """Share of held-out points inside each model's ``level``% interval, per forecast step.
+
+    Same layout as :func:`horizon_errors` (index ``horizon``, one column a model); the interval
+    is closed, as in :func:`score_forecasts`.
+    """
+    columns = {m: interval_columns(m, level) for m in models}
+    _require_columns(fc, ["unique_id", "y", *sum(columns.values(), ())], "the forecast frame")
+    y = fc["y"].to_numpy(dtype=np.float64)
+    step = fc.groupby("unique_id", sort=False).cumcount().to_numpy() + 1
+    inside = {
+        m: (fc[lo].to_numpy(dtype=np.float64) <= y) & (y <= fc[hi].to_numpy(dtype=np.float64))
+        for m, (lo, hi) in columns.items()
+    }
+    return pd.DataFrame(inside, dtype=np.float64).groupby(pd.Index(step, name="horizon")).mean()
+
+
 def summary_table(scores: pd.DataFrame, levels: Sequence[float]) -> pd.DataFrame:
     """Per-model means of the scores (index ``model``, in order of first appearance).
 
@@ -363,6 +396,7 @@ def to_markdown_table(df: pd.DataFrame, float_format: str = ".3f") -> str:
 
 
 __all__ = [
+    "horizon_coverage",
     "horizon_errors",
     "interval_columns",
     "level_label",
