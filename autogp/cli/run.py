@@ -237,8 +237,8 @@ def _machine() -> str:
 
 def _mixture_crps(model: AutoGP, uid: str, test: TimeSeries) -> float:
     """CRPS of the particle mixture over mean |y|: closed form for the Gaussian mixture; under
-    a log transform (a log-normal mixture) the integral of (F(x) - 1{x >= y})^2 on a fine grid
-    spanning the mixture's 1e-7 .. 1 - 1e-7 quantiles and y."""
+    a log transform (a log-normal mixture) the integral of (F(x) - 1{x >= y})^2, taken on a
+    fine grid in log units (``lognormal_mixture_crps``)."""
     from autogp.forecast.scoring import lognormal_mixture_crps, mixture_crps
 
     fit = model.fits[uid]
