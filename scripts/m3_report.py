@@ -250,9 +250,8 @@ def build_report(run_dir: Path, out: Path) -> Path:
                 "",
                 "Per-series scores of the particle mixture itself (not its quantiles): the mean "
                 "log predictive density per held-out point, and the exact CRPS of the mixture "
-                "over mean |y|. Under `log_transform` the mixture is log-normal, so a series "
-                "whose far-horizon spread is wide in log units can dominate the mean CRPS; the "
-                "median is shown beside it.",
+                "over mean |y| (of a log-normal mixture under `log_transform`); mean, median "
+                "and largest value over the series.",
                 "",
                 to_markdown_table(scores_table, float_format=".4g"),
             ]
