@@ -179,7 +179,7 @@ def plot_structures(counts: pd.Series, path: Path) -> None:
 
 # ---- the report ------------------------------------------------------------------------------
 def mixture_scores(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Mean and median over series of autogp's density scores (the columns present)."""
+    """Mean, median and largest value over series of autogp's density scores (those present)."""
     columns = [c for c in ("lpd_per_point", "crps_mixture_scaled") if c in metrics.columns]
     return metrics[columns].agg(["mean", "median", "max"]).T.rename_axis("score")
 
