@@ -72,7 +72,8 @@ from autogp.kernels import spec
 
 jax.config.update("jax_enable_x64", True)
 
-DEFAULT_DATA = Path("/work/shared/data/airline.csv")
+# The bundled airline series, found from the script's own location (works from any checkout).
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "airline.csv"
 LOG_2PI = math.log(2.0 * math.pi)
 SCALING_NS = (128, 256, 512, 1024, 2048)
 VALUE_RTOL, GRAD_RTOL = 1e-8, 1e-6
@@ -188,6 +189,9 @@ def _atom_scalar(op: int) -> Callable:
             l, alpha, amp = th
             w = 1.0 + r**2 / (2.0 * alpha * l**2)
             return amp * jnp.exp(-alpha * jnp.log(w))
+        if op == spec.BM:
+            origin, amp = th
+            return amp * jnp.maximum(jnp.minimum(t1, t2) - origin, 0.0)
         raise ValueError(f"no scalar formula for opcode {op}")
 
     return k
