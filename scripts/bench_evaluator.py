@@ -76,6 +76,7 @@ jax.config.update("jax_enable_x64", True)
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "airline.csv"
 LOG_2PI = math.log(2.0 * math.pi)
 SCALING_NS = (128, 256, 512, 1024, 2048)
+FLOOR_NS = (144, 512)  # where the over_dense_floor target is set; --quick measures both
 VALUE_RTOL, GRAD_RTOL = 1e-8, 1e-6
 
 
@@ -659,8 +660,9 @@ class Bench:
         naive_min_reps: tuple[int, int],
         breakdown: bool = True,
     ) -> dict:
-        """Agreement check, then interleaved timing of (a), (b), (c); with ``breakdown`` also
-        (a)'s covariance matrices alone and the batched Cholesky (+ inverse) on the same K."""
+        """Agreement check, then interleaved timing of (a), (b), (c) and of the dense floor
+        (the batched Cholesky + inverse on (a)'s covariance matrices); with ``breakdown`` also
+        (a') and (a)'s covariance matrices alone and with their VJP."""
         naive = self.compile_naive(w)
         skipped = naive if isinstance(naive, str) else None
         naive = None if skipped else naive
@@ -672,8 +674,8 @@ class Bench:
         first = self.check_agreement(w, c_fns, naive, grid=breakdown)
         a_args, c_args = self.a_args(w), self.c_args(w)
         ops_j, params_j, noise_j, x_j = a_args[:4]
-        K = self.gram(ops_j, params_j, x_j) if breakdown else None
-        cot = jnp.ones_like(K) if breakdown else None
+        K = jax.block_until_ready(self.gram(ops_j, params_j, x_j))
+        cot = jnp.ones_like(K)
 
         def c_run(kind: int) -> Callable[[], float]:
             pairs = list(zip(c_fns, c_args, strict=True))
@@ -691,6 +693,8 @@ class Bench:
                 Item("g_grad", lambda: wall(self.grid_grad, *a_args), min_reps, first["g_grad"]),
             ]
             items += self.breakdown_items(self.gram, self.gram_vjp, K, cot, a_args, min_reps)
+        else:
+            items += self.floor_items(K, noise_j, min_reps)
         if naive is not None:
             b_args = self.b_args(w)
             for kind, fn, mr in (
@@ -723,6 +727,7 @@ class Bench:
             "c_trace_and_build_s": c_build_s,
             "naive": skipped or {"scratch_bytes": naive.temp_bytes},
             "grad_over_value": ratio("a_grad", "a_value"),
+            "over_dense_floor": ratio("a_grad", "chol_inv"),
             "speedup_vs_naive": {
                 "value": ratio("b_value", "a_value"),
                 "value_and_grad": ratio("b_grad", "a_grad"),
@@ -744,15 +749,24 @@ class Bench:
         }
 
     def breakdown_items(self, gram_fn, gram_vjp_fn, K, cot, a_args, min_reps) -> list[Item]:
-        """The batched Cholesky (+ inverse) of K + noise I, and (a)'s K alone and K's VJP;
-        compiled ahead of time so that no repetition is spent on warming up."""
+        """The batched Cholesky (+ inverse) of K + noise I, and (a)'s K alone and K's VJP."""
         ops_j, params_j, noise_j, x_j = a_args[:4]
         specs = [
-            ("chol", self.chol, (K, noise_j)),
-            ("chol_inv", self.chol_inv, (K, noise_j)),
             ("gram", gram_fn, (ops_j, params_j, x_j)),
             ("gram_vjp", gram_vjp_fn, (params_j, ops_j, x_j, cot)),
         ]
+        return self.floor_items(K, noise_j, min_reps) + self.aot_items(specs, min_reps)
+
+    def floor_items(self, K, noise_j, min_reps) -> list[Item]:
+        """The dense floor on covariance matrices K: the batched Cholesky of K + noise I alone
+        ("chol") and with the inverse that the exact gradient needs ("chol_inv")."""
+        specs = [("chol", self.chol, (K, noise_j)), ("chol_inv", self.chol_inv, (K, noise_j))]
+        return self.aot_items(specs, min_reps)
+
+    @staticmethod
+    def aot_items(specs, min_reps) -> list[Item]:
+        """Items for ``(name, jitted fn, args)``, compiled ahead of time so that no repetition is
+        spent on warming up."""
         return [
             Item(
                 name,
@@ -788,6 +802,7 @@ class Bench:
             "reps": {k: res["reps"][k] for k in keys},
             "compile_s": {k: res["compile_s"][k] for k in ("a_value", "a_grad")},
             "grad_over_value": res["grad_over_value"],
+            "over_dense_floor": res["over_dense_floor"],
             "outside_cholesky": res["outside_cholesky"],
             "from_comparison": True,
         }
@@ -824,6 +839,7 @@ class Bench:
             "reps": {k: it.reps for k, it in by.items()},
             "compile_s": {k: by[k].compile_s for k in ("a_value", "a_grad")},
             "grad_over_value": med["a_grad"] / med["a_value"],
+            "over_dense_floor": med["a_grad"] / med["chol_inv"],
             "outside_cholesky": {
                 "value": 1.0 - med["chol"] / med["a_value"],
                 "value_and_grad": 1.0 - med["chol_inv"] / med["a_grad"],
@@ -946,6 +962,7 @@ def print_comparison(res: dict, name: str) -> None:
     rg = res["regular_grid_speedup"]
     ratio_rows = [
         ["(a) value+grad / value", fmt_x(res["grad_over_value"]), ""],
+        ["(a) / dense floor (Chol + inv)", "", fmt_x(res["over_dense_floor"])],
         ["speedup vs naive: (b) / (a)", fmt_x(sv["value"]), fmt_x(sv["value_and_grad"])],
         ["(a) / specialised sum (c)", fmt_x(so["value"]), fmt_x(so["value_and_grad"])],
     ]
@@ -969,13 +986,14 @@ def print_comparison(res: dict, name: str) -> None:
     )
 
 
-def print_scaling(rows: list[dict]) -> None:
-    print("\n== (a) over N: P = 16, synthetic data ==")
+def print_scaling(rows: list[dict], particles: int) -> None:
+    print(f"\n== (a) over N: P = {particles}, synthetic data ==")
     header = [
         "N",
         "value",
         "value+grad",
         "vg/v",
+        "vg/floor",
         "Cholesky",
         "Chol+inv",
         "out-chol v",
@@ -995,6 +1013,7 @@ def print_scaling(rows: list[dict]) -> None:
                 fmt_s(m["a_value"]),
                 fmt_s(m["a_grad"]),
                 f"{r['grad_over_value']:.2f}",
+                f"{r['over_dense_floor']:.2f}",
                 fmt_s(m["chol"]),
                 fmt_s(m["chol_inv"]),
                 fmt_pct(oc["value"]),
@@ -1007,6 +1026,7 @@ def print_scaling(rows: list[dict]) -> None:
             ]
         )
     print(table(header, body))
+    print("  vg/floor = value+grad / (Cholesky + inverse), the dense floor on the same matrices")
     print(
         "  out-chol v = 1 - Cholesky / value; out-chol vg = 1 - (Cholesky + inverse) / (value+grad)"
     )
@@ -1136,18 +1156,28 @@ def main(argv=None) -> dict:
     main_res = report["workloads"]["airline_144"]
     for key in ("grad_over_value", "speedup_vs_naive", "over_specialized", "outside_cholesky"):
         report[key] = main_res[key]
+    floor = {res["n"]: res["over_dense_floor"] for res in report["workloads"].values()}
     report["compile_s_evaluator"] = {
         "value": main_res["compile_s"]["a_value"],
         "value_and_grad": main_res["compile_s"]["a_grad"],
     }
 
-    if not quick and not args.no_scaling:
-        print("\n[scaling of (a)]", flush=True)
+    scaling_ns = [] if args.no_scaling else SCALING_NS
+    if quick:  # the dense-floor ratio at the other N the targets name, without the comparison
+        scaling_ns = [n for n in FLOOR_NS if n not in floor]
+    if scaling_ns:
+        print(f"\n[scaling of (a)] N = {', '.join(map(str, scaling_ns))}", flush=True)
         with phase(report, "scaling"):
             reuse = {res["n"]: res for res in report["workloads"].values()}
-            rows = bench.scaling(ops, params, noise, SCALING_NS, 2 * budget, max_reps, reuse)
+            rows = bench.scaling(ops, params, noise, scaling_ns, 2 * budget, max_reps, reuse)
         report["scaling"] = rows
-        print_scaling(rows)
+        print_scaling(rows, args.particles)
+        floor.update({r["n"]: r["over_dense_floor"] for r in rows})
+    report["over_dense_floor"] = {str(n): floor[n] for n in sorted(floor)}
+    print(
+        "\nover_dense_floor, (a) value+grad / (batched Cholesky + inverse) on the same K: "
+        + ", ".join(f"N={n} {floor[n]:.2f}x" for n in sorted(floor))
+    )
 
     report["total_s"] = time.perf_counter() - t_start
     report["config"]["load_avg_end"] = os.getloadavg()[0]
