@@ -41,6 +41,11 @@ Usage::
 
     python scripts/bench_evaluator.py --quick --json /tmp/bench_quick.json   # N = 144 only, < 1 min
     python scripts/bench_evaluator.py --json /tmp/bench.json                  # everything, ~8 min
+    python scripts/bench_evaluator.py --tiny --json /tmp/bench_tiny.json     # smoke test, seconds
+
+``--tiny`` is ``--quick`` on toy sizes (3 trees of depth 2, the first 24 airline points, the dense
+floor at N = 24 only, 3 trace-count batches) plus the every-atom check: its figures mean
+nothing, it only shows that every part runs.
 """
 
 from __future__ import annotations
@@ -77,6 +82,17 @@ DEFAULT_DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "airl
 LOG_2PI = math.log(2.0 * math.pi)
 SCALING_NS = (128, 256, 512, 1024, 2048)
 FLOOR_NS = (144, 512)  # where the over_dense_floor target is set; --quick measures both
+# --tiny: toy sizes that still run every part; 3 trees, so that the every-atom batch has the
+# workload's shapes and reuses its compiled programs
+TINY_DEFAULTS = {
+    "particles": 3,
+    "depth": 2,
+    "structures": 3,
+    "airline_n": 24,
+    "floor_ns": (24,),
+    "budget": 0.02,
+    "max_reps": 2,
+}
 VALUE_RTOL, GRAD_RTOL = 1e-8, 1e-6
 
 
@@ -358,10 +374,11 @@ def normalise(y: np.ndarray) -> np.ndarray:
     return (y - y.mean()) / y.std()
 
 
-def load_airline(path: Path) -> np.ndarray:
+def load_airline(path: Path, n: int | None = None) -> np.ndarray:
+    """The airline series (its first ``n`` points when given), normalised."""
     with open(path, newline="") as f:
         y = np.asarray([float(row["y"]) for row in csv.DictReader(f)])
-    return normalise(y)
+    return normalise(y[:n])
 
 
 def synthetic_series(n: int, seed: int = 1) -> np.ndarray:
@@ -385,16 +402,17 @@ def prior_batch(depth: int, particles: int, seed: int):
 
 
 def all_atoms_batch(depth: int, particles: int, seed: int):
-    """Trees CP(a_i, +(a_{i+1}, *(a_{i+2}, a_{i+3}))) over the atoms in turn, with parameters
-    from their priors: every formula of the naive and specialised designs runs (the default
-    prior only draws LIN, GE and PER). ``max(particles, len(ATOMS))`` trees; needs depth >= 3."""
+    """Trees CP(*(a, b), +(c, d)) whose four atoms run through ``spec.ATOMS`` in turn, with
+    parameters from their priors: every formula of the naive and specialised designs runs (the
+    default prior draws only some atoms). ``max(particles, ceil(len(ATOMS) / 4))`` trees, so
+    that with enough particles the batch has the workload's shapes; needs depth >= 2."""
     S = spec.num_slots(depth)
     atoms = spec.ATOMS
-    P = max(particles, len(atoms))
+    P = max(particles, -(-len(atoms) // 4))
     ops = np.zeros((P, S), np.int32)
     for i in range(P):
-        ops[i, [0, 2, 6]] = [spec.CP, spec.PLUS, spec.TIMES]
-        ops[i, [1, 5, 13, 14]] = [atoms[(i + k) % len(atoms)] for k in range(4)]
+        ops[i, [0, 1, 2]] = [spec.CP, spec.TIMES, spec.PLUS]
+        ops[i, [3, 4, 5, 6]] = [atoms[(4 * i + k) % len(atoms)] for k in range(4)]
     mean, std = spec.default_prior_table()
     rng = np.random.default_rng(seed)
     used = np.arange(spec.MAX_PARAMS) < spec.NUM_PARAMS[ops][..., None]
@@ -1040,6 +1058,18 @@ def print_scaling(rows: list[dict], particles: int) -> None:
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="N = 144 only, few reps (< 1 minute)")
+    p.add_argument(
+        "--tiny", action="store_true", help="smoke test: --quick on toy sizes, seconds"
+    )
+    p.add_argument(
+        "--airline-n", type=int, help="use only the first N airline points (default: all 144)"
+    )
+    p.add_argument(
+        "--floor-ns",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        default=FLOOR_NS,
+        help="comma-separated N at which --quick reports over_dense_floor (default 144,512)",
+    )
     p.add_argument("--json", type=Path, help="write every figure to this JSON file")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="airline CSV (columns ds, y)")
     p.add_argument("--particles", type=int, default=16)
@@ -1057,7 +1087,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--blas-threads",
         help="OPENBLAS_NUM_THREADS for jaxlib's LAPACK calls (default: the environment's, else 1)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.tiny:
+        args.quick = True
+        for name, value in TINY_DEFAULTS.items():
+            if getattr(args, name) == p.get_default(name):
+                setattr(args, name, value)
+    return args
 
 
 def set_blas_threads(requested: str | None) -> str:
@@ -1098,7 +1134,7 @@ def main(argv=None) -> dict:
         f"bench_evaluator: jax {jax.__version__}, {jax.devices()[0].platform} "
         f"({platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}), "
         f"float64, OPENBLAS_NUM_THREADS={blas_threads}; P = {args.particles}, D = {args.depth}, "
-        f"seed {args.seed}; {'quick' if quick else 'full'} run",
+        f"seed {args.seed}; {'tiny' if args.tiny else 'quick' if quick else 'full'} run",
         flush=True,
     )
     report: dict = {"config": {}, "workloads": {}}
@@ -1109,6 +1145,7 @@ def main(argv=None) -> dict:
     print(f"workload trees: {', '.join(map(str, nodes))} nodes ({int(nodes.sum())} in all)")
     report["config"] = {
         "quick": quick,
+        "tiny": args.tiny,
         "particles": args.particles,
         "depth": args.depth,
         "seed": args.seed,
@@ -1122,8 +1159,10 @@ def main(argv=None) -> dict:
         "load_avg_start": os.getloadavg()[0],
     }
 
+    airline = load_airline(args.data, args.airline_n)
+    n_air = len(airline)
     workloads = [
-        Workload("airline_144", np.linspace(0, 1, 144), load_airline(args.data), ops, params, noise)
+        Workload(f"airline_{n_air}", np.linspace(0, 1, n_air), airline, ops, params, noise)
     ]
     if not quick:
         n = args.synthetic_n
@@ -1149,11 +1188,11 @@ def main(argv=None) -> dict:
             # Right after the first workload, while (a) has seen no other padded length.
             with phase(report, "trace_count"):
                 trace_count_section(bench, w, args, report)
-            if not quick and not args.no_atoms_check and args.depth >= 3:
+            if (args.tiny or not quick) and not args.no_atoms_check and args.depth >= 2:
                 with phase(report, "every_atom_check"):
                     every_atom_section(bench, w, args)
 
-    main_res = report["workloads"]["airline_144"]
+    main_res = report["workloads"][workloads[0].name]
     for key in ("grad_over_value", "speedup_vs_naive", "over_specialized", "outside_cholesky"):
         report[key] = main_res[key]
     floor = {res["n"]: res["over_dense_floor"] for res in report["workloads"].values()}
@@ -1164,7 +1203,7 @@ def main(argv=None) -> dict:
 
     scaling_ns = [] if args.no_scaling else SCALING_NS
     if quick:  # the dense-floor ratio at the other N the targets name, without the comparison
-        scaling_ns = [n for n in FLOOR_NS if n not in floor]
+        scaling_ns = [n for n in args.floor_ns if n not in floor]
     if scaling_ns:
         print(f"\n[scaling of (a)] N = {', '.join(map(str, scaling_ns))}", flush=True)
         with phase(report, "scaling"):
