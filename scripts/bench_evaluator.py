@@ -41,6 +41,11 @@ Usage::
 
     python scripts/bench_evaluator.py --quick --json /tmp/bench_quick.json   # N = 144 only, < 1 min
     python scripts/bench_evaluator.py --json /tmp/bench.json                  # everything, ~8 min
+    python scripts/bench_evaluator.py --tiny --json /tmp/bench_tiny.json     # smoke test, seconds
+
+``--tiny`` is ``--quick`` on toy sizes (3 trees of depth 2, the first 24 airline points, the dense
+floor at N = 24 only, 3 trace-count batches) plus the every-atom check: its figures mean
+nothing, it only shows that every part runs.
 """
 
 from __future__ import annotations
@@ -72,9 +77,22 @@ from autogp.kernels import spec
 
 jax.config.update("jax_enable_x64", True)
 
-DEFAULT_DATA = Path("/work/shared/data/airline.csv")
+# The bundled airline series, found from the script's own location (works from any checkout).
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "airline.csv"
 LOG_2PI = math.log(2.0 * math.pi)
 SCALING_NS = (128, 256, 512, 1024, 2048)
+FLOOR_NS = (144, 512)  # where the over_dense_floor target is set; --quick measures both
+# --tiny: toy sizes that still run every part; 3 trees, so that the every-atom batch has the
+# workload's shapes and reuses its compiled programs
+TINY_DEFAULTS = {
+    "particles": 3,
+    "depth": 2,
+    "structures": 3,
+    "airline_n": 24,
+    "floor_ns": (24,),
+    "budget": 0.02,
+    "max_reps": 2,
+}
 VALUE_RTOL, GRAD_RTOL = 1e-8, 1e-6
 
 
@@ -188,6 +206,9 @@ def _atom_scalar(op: int) -> Callable:
             l, alpha, amp = th
             w = 1.0 + r**2 / (2.0 * alpha * l**2)
             return amp * jnp.exp(-alpha * jnp.log(w))
+        if op == spec.BM:
+            origin, amp = th
+            return amp * jnp.maximum(jnp.minimum(t1, t2) - origin, 0.0)
         raise ValueError(f"no scalar formula for opcode {op}")
 
     return k
@@ -353,10 +374,11 @@ def normalise(y: np.ndarray) -> np.ndarray:
     return (y - y.mean()) / y.std()
 
 
-def load_airline(path: Path) -> np.ndarray:
+def load_airline(path: Path, n: int | None = None) -> np.ndarray:
+    """The airline series (its first ``n`` points when given), normalised."""
     with open(path, newline="") as f:
         y = np.asarray([float(row["y"]) for row in csv.DictReader(f)])
-    return normalise(y)
+    return normalise(y[:n])
 
 
 def synthetic_series(n: int, seed: int = 1) -> np.ndarray:
@@ -380,16 +402,17 @@ def prior_batch(depth: int, particles: int, seed: int):
 
 
 def all_atoms_batch(depth: int, particles: int, seed: int):
-    """Trees CP(a_i, +(a_{i+1}, *(a_{i+2}, a_{i+3}))) over the atoms in turn, with parameters
-    from their priors: every formula of the naive and specialised designs runs (the default
-    prior only draws LIN, GE and PER). ``max(particles, len(ATOMS))`` trees; needs depth >= 3."""
+    """Trees CP(*(a, b), +(c, d)) whose four atoms run through ``spec.ATOMS`` in turn, with
+    parameters from their priors: every formula of the naive and specialised designs runs (the
+    default prior draws only some atoms). ``max(particles, ceil(len(ATOMS) / 4))`` trees, so
+    that with enough particles the batch has the workload's shapes; needs depth >= 2."""
     S = spec.num_slots(depth)
     atoms = spec.ATOMS
-    P = max(particles, len(atoms))
+    P = max(particles, -(-len(atoms) // 4))
     ops = np.zeros((P, S), np.int32)
     for i in range(P):
-        ops[i, [0, 2, 6]] = [spec.CP, spec.PLUS, spec.TIMES]
-        ops[i, [1, 5, 13, 14]] = [atoms[(i + k) % len(atoms)] for k in range(4)]
+        ops[i, [0, 1, 2]] = [spec.CP, spec.TIMES, spec.PLUS]
+        ops[i, [3, 4, 5, 6]] = [atoms[(4 * i + k) % len(atoms)] for k in range(4)]
     mean, std = spec.default_prior_table()
     rng = np.random.default_rng(seed)
     used = np.arange(spec.MAX_PARAMS) < spec.NUM_PARAMS[ops][..., None]
@@ -655,8 +678,9 @@ class Bench:
         naive_min_reps: tuple[int, int],
         breakdown: bool = True,
     ) -> dict:
-        """Agreement check, then interleaved timing of (a), (b), (c); with ``breakdown`` also
-        (a)'s covariance matrices alone and the batched Cholesky (+ inverse) on the same K."""
+        """Agreement check, then interleaved timing of (a), (b), (c) and of the dense floor
+        (the batched Cholesky + inverse on (a)'s covariance matrices); with ``breakdown`` also
+        (a') and (a)'s covariance matrices alone and with their VJP."""
         naive = self.compile_naive(w)
         skipped = naive if isinstance(naive, str) else None
         naive = None if skipped else naive
@@ -668,8 +692,8 @@ class Bench:
         first = self.check_agreement(w, c_fns, naive, grid=breakdown)
         a_args, c_args = self.a_args(w), self.c_args(w)
         ops_j, params_j, noise_j, x_j = a_args[:4]
-        K = self.gram(ops_j, params_j, x_j) if breakdown else None
-        cot = jnp.ones_like(K) if breakdown else None
+        K = jax.block_until_ready(self.gram(ops_j, params_j, x_j))
+        cot = jnp.ones_like(K)
 
         def c_run(kind: int) -> Callable[[], float]:
             pairs = list(zip(c_fns, c_args, strict=True))
@@ -687,6 +711,8 @@ class Bench:
                 Item("g_grad", lambda: wall(self.grid_grad, *a_args), min_reps, first["g_grad"]),
             ]
             items += self.breakdown_items(self.gram, self.gram_vjp, K, cot, a_args, min_reps)
+        else:
+            items += self.floor_items(K, noise_j, min_reps)
         if naive is not None:
             b_args = self.b_args(w)
             for kind, fn, mr in (
@@ -719,6 +745,7 @@ class Bench:
             "c_trace_and_build_s": c_build_s,
             "naive": skipped or {"scratch_bytes": naive.temp_bytes},
             "grad_over_value": ratio("a_grad", "a_value"),
+            "over_dense_floor": ratio("a_grad", "chol_inv"),
             "speedup_vs_naive": {
                 "value": ratio("b_value", "a_value"),
                 "value_and_grad": ratio("b_grad", "a_grad"),
@@ -740,15 +767,24 @@ class Bench:
         }
 
     def breakdown_items(self, gram_fn, gram_vjp_fn, K, cot, a_args, min_reps) -> list[Item]:
-        """The batched Cholesky (+ inverse) of K + noise I, and (a)'s K alone and K's VJP;
-        compiled ahead of time so that no repetition is spent on warming up."""
+        """The batched Cholesky (+ inverse) of K + noise I, and (a)'s K alone and K's VJP."""
         ops_j, params_j, noise_j, x_j = a_args[:4]
         specs = [
-            ("chol", self.chol, (K, noise_j)),
-            ("chol_inv", self.chol_inv, (K, noise_j)),
             ("gram", gram_fn, (ops_j, params_j, x_j)),
             ("gram_vjp", gram_vjp_fn, (params_j, ops_j, x_j, cot)),
         ]
+        return self.floor_items(K, noise_j, min_reps) + self.aot_items(specs, min_reps)
+
+    def floor_items(self, K, noise_j, min_reps) -> list[Item]:
+        """The dense floor on covariance matrices K: the batched Cholesky of K + noise I alone
+        ("chol") and with the inverse that the exact gradient needs ("chol_inv")."""
+        specs = [("chol", self.chol, (K, noise_j)), ("chol_inv", self.chol_inv, (K, noise_j))]
+        return self.aot_items(specs, min_reps)
+
+    @staticmethod
+    def aot_items(specs, min_reps) -> list[Item]:
+        """Items for ``(name, jitted fn, args)``, compiled ahead of time so that no repetition is
+        spent on warming up."""
         return [
             Item(
                 name,
@@ -784,6 +820,7 @@ class Bench:
             "reps": {k: res["reps"][k] for k in keys},
             "compile_s": {k: res["compile_s"][k] for k in ("a_value", "a_grad")},
             "grad_over_value": res["grad_over_value"],
+            "over_dense_floor": res["over_dense_floor"],
             "outside_cholesky": res["outside_cholesky"],
             "from_comparison": True,
         }
@@ -820,6 +857,7 @@ class Bench:
             "reps": {k: it.reps for k, it in by.items()},
             "compile_s": {k: by[k].compile_s for k in ("a_value", "a_grad")},
             "grad_over_value": med["a_grad"] / med["a_value"],
+            "over_dense_floor": med["a_grad"] / med["chol_inv"],
             "outside_cholesky": {
                 "value": 1.0 - med["chol"] / med["a_value"],
                 "value_and_grad": 1.0 - med["chol_inv"] / med["a_grad"],
@@ -942,6 +980,7 @@ def print_comparison(res: dict, name: str) -> None:
     rg = res["regular_grid_speedup"]
     ratio_rows = [
         ["(a) value+grad / value", fmt_x(res["grad_over_value"]), ""],
+        ["(a) / dense floor (Chol + inv)", "", fmt_x(res["over_dense_floor"])],
         ["speedup vs naive: (b) / (a)", fmt_x(sv["value"]), fmt_x(sv["value_and_grad"])],
         ["(a) / specialised sum (c)", fmt_x(so["value"]), fmt_x(so["value_and_grad"])],
     ]
@@ -965,13 +1004,14 @@ def print_comparison(res: dict, name: str) -> None:
     )
 
 
-def print_scaling(rows: list[dict]) -> None:
-    print("\n== (a) over N: P = 16, synthetic data ==")
+def print_scaling(rows: list[dict], particles: int) -> None:
+    print(f"\n== (a) over N: P = {particles}, synthetic data ==")
     header = [
         "N",
         "value",
         "value+grad",
         "vg/v",
+        "vg/floor",
         "Cholesky",
         "Chol+inv",
         "out-chol v",
@@ -991,6 +1031,7 @@ def print_scaling(rows: list[dict]) -> None:
                 fmt_s(m["a_value"]),
                 fmt_s(m["a_grad"]),
                 f"{r['grad_over_value']:.2f}",
+                f"{r['over_dense_floor']:.2f}",
                 fmt_s(m["chol"]),
                 fmt_s(m["chol_inv"]),
                 fmt_pct(oc["value"]),
@@ -1003,6 +1044,7 @@ def print_scaling(rows: list[dict]) -> None:
             ]
         )
     print(table(header, body))
+    print("  vg/floor = value+grad / (Cholesky + inverse), the dense floor on the same matrices")
     print(
         "  out-chol v = 1 - Cholesky / value; out-chol vg = 1 - (Cholesky + inverse) / (value+grad)"
     )
@@ -1016,6 +1058,18 @@ def print_scaling(rows: list[dict]) -> None:
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="N = 144 only, few reps (< 1 minute)")
+    p.add_argument(
+        "--tiny", action="store_true", help="smoke test: --quick on toy sizes, seconds"
+    )
+    p.add_argument(
+        "--airline-n", type=int, help="use only the first N airline points (default: all 144)"
+    )
+    p.add_argument(
+        "--floor-ns",
+        type=lambda text: tuple(int(n) for n in text.split(",")),
+        default=FLOOR_NS,
+        help="comma-separated N at which --quick reports over_dense_floor (default 144,512)",
+    )
     p.add_argument("--json", type=Path, help="write every figure to this JSON file")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="airline CSV (columns ds, y)")
     p.add_argument("--particles", type=int, default=16)
@@ -1033,7 +1087,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--blas-threads",
         help="OPENBLAS_NUM_THREADS for jaxlib's LAPACK calls (default: the environment's, else 1)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.tiny:
+        args.quick = True
+        for name, value in TINY_DEFAULTS.items():
+            if getattr(args, name) == p.get_default(name):
+                setattr(args, name, value)
+    return args
 
 
 def set_blas_threads(requested: str | None) -> str:
@@ -1074,7 +1134,7 @@ def main(argv=None) -> dict:
         f"bench_evaluator: jax {jax.__version__}, {jax.devices()[0].platform} "
         f"({platform.machine()}, {os.cpu_count()} cores, load avg {os.getloadavg()[0]:.1f}), "
         f"float64, OPENBLAS_NUM_THREADS={blas_threads}; P = {args.particles}, D = {args.depth}, "
-        f"seed {args.seed}; {'quick' if quick else 'full'} run",
+        f"seed {args.seed}; {'tiny' if args.tiny else 'quick' if quick else 'full'} run",
         flush=True,
     )
     report: dict = {"config": {}, "workloads": {}}
@@ -1085,6 +1145,7 @@ def main(argv=None) -> dict:
     print(f"workload trees: {', '.join(map(str, nodes))} nodes ({int(nodes.sum())} in all)")
     report["config"] = {
         "quick": quick,
+        "tiny": args.tiny,
         "particles": args.particles,
         "depth": args.depth,
         "seed": args.seed,
@@ -1098,8 +1159,10 @@ def main(argv=None) -> dict:
         "load_avg_start": os.getloadavg()[0],
     }
 
+    airline = load_airline(args.data, args.airline_n)
+    n_air = len(airline)
     workloads = [
-        Workload("airline_144", np.linspace(0, 1, 144), load_airline(args.data), ops, params, noise)
+        Workload(f"airline_{n_air}", np.linspace(0, 1, n_air), airline, ops, params, noise)
     ]
     if not quick:
         n = args.synthetic_n
@@ -1125,25 +1188,35 @@ def main(argv=None) -> dict:
             # Right after the first workload, while (a) has seen no other padded length.
             with phase(report, "trace_count"):
                 trace_count_section(bench, w, args, report)
-            if not quick and not args.no_atoms_check and args.depth >= 3:
+            if (args.tiny or not quick) and not args.no_atoms_check and args.depth >= 2:
                 with phase(report, "every_atom_check"):
                     every_atom_section(bench, w, args)
 
-    main_res = report["workloads"]["airline_144"]
+    main_res = report["workloads"][workloads[0].name]
     for key in ("grad_over_value", "speedup_vs_naive", "over_specialized", "outside_cholesky"):
         report[key] = main_res[key]
+    floor = {res["n"]: res["over_dense_floor"] for res in report["workloads"].values()}
     report["compile_s_evaluator"] = {
         "value": main_res["compile_s"]["a_value"],
         "value_and_grad": main_res["compile_s"]["a_grad"],
     }
 
-    if not quick and not args.no_scaling:
-        print("\n[scaling of (a)]", flush=True)
+    scaling_ns = [] if args.no_scaling else SCALING_NS
+    if quick:  # the dense-floor ratio at the other N the targets name, without the comparison
+        scaling_ns = [n for n in args.floor_ns if n not in floor]
+    if scaling_ns:
+        print(f"\n[scaling of (a)] N = {', '.join(map(str, scaling_ns))}", flush=True)
         with phase(report, "scaling"):
             reuse = {res["n"]: res for res in report["workloads"].values()}
-            rows = bench.scaling(ops, params, noise, SCALING_NS, 2 * budget, max_reps, reuse)
+            rows = bench.scaling(ops, params, noise, scaling_ns, 2 * budget, max_reps, reuse)
         report["scaling"] = rows
-        print_scaling(rows)
+        print_scaling(rows, args.particles)
+        floor.update({r["n"]: r["over_dense_floor"] for r in rows})
+    report["over_dense_floor"] = {str(n): floor[n] for n in sorted(floor)}
+    print(
+        "\nover_dense_floor, (a) value+grad / (batched Cholesky + inverse) on the same K: "
+        + ", ".join(f"N={n} {floor[n]:.2f}x" for n in sorted(floor))
+    )
 
     report["total_s"] = time.perf_counter() - t_start
     report["config"]["load_avg_end"] = os.getloadavg()[0]

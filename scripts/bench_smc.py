@@ -8,12 +8,18 @@ structures with weights, and on the held-out points the mean log predictive dens
 data units and how many points the 95% interval covers. Then the same for the AutoGP.jl tutorial
 configuration (100 synthetic points, 8 particles, 20 rounds, 10 moves per round).
 
-    python scripts/bench_smc.py [--json PATH] [--quick]
+    python scripts/bench_smc.py [--json PATH] [--quick | --tiny]
+
+``--tiny`` is a smoke test: toy configurations (2 particles, 1 round, 1 move, depth 1) on 30
+airline points with 6 held out and 30 tutorial points; the in-process fits fill a temporary
+compilation cache and only the tutorial fit runs in a fresh process, with that cache (the other
+fresh-process figures are null). Its figures say nothing about speed or accuracy.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -89,15 +95,39 @@ AIRLINE_CONFIG = {
     "forecast": {"observation_noise": True},
 }
 TUTORIAL_CONFIG = {"smc": {"num_particles": 8, "num_rounds": 20, "structure_moves": 10}}
+TINY_SMC = {
+    "grammar": {"max_depth": 1},
+    "smc": {"num_particles": 2, "num_rounds": 1, "structure_moves": 1},
+    "refine": {"steps": 2},
+}
+TINY_TRAIN, TINY_TEST = 30, 6
 
 
-def _tutorial_data():
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """What one benchmark mode fits: configurations, training length, rounds (for s/round)."""
+
+    airline: dict
+    tutorial: dict
+    train: int
+    test: int
+    tutorial_points: int
+    rounds: int
+
+
+FULL = Setup(AIRLINE_CONFIG, TUTORIAL_CONFIG, 126, 18, 100, 10)
+TINY = Setup(
+    {**AIRLINE_CONFIG, **TINY_SMC}, TINY_SMC, TINY_TRAIN, TINY_TEST, TINY_TRAIN, 1
+)
+
+
+def _tutorial_data(n: int = 100):
     rng = np.random.default_rng(0)
-    t = np.arange(100.0)
-    return t, 0.05 * t + np.sin(2 * np.pi * t / 12) + 0.3 * rng.normal(size=100)
+    t = np.arange(float(n))
+    return t, 0.05 * t + np.sin(2 * np.pi * t / 12) + 0.3 * rng.normal(size=n)
 
 
-def _fresh_process(what: str, cache_dir: str | None) -> float:
+def _fresh_process(what: str, cache_dir: str | None, tiny: bool) -> float:
     """Seconds of one first fit in a new Python process (compilation included); with
     ``cache_dir`` JAX's persistent compilation cache is used (as the command line does)."""
     env = dict(os.environ)
@@ -107,31 +137,45 @@ def _fresh_process(what: str, cache_dir: str | None) -> float:
         env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "1"
     else:
         env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    out = subprocess.run(
-        [sys.executable, __file__, "--fit-once", what], env=env, capture_output=True, text=True,
-        check=True,
-    )
+    command = [sys.executable, __file__, "--fit-once", what] + (["--tiny"] if tiny else [])
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def _fit_once(what: str) -> None:
+def _fit_once(what: str, setup: Setup) -> None:
     start = time.perf_counter()
     if what == "tutorial":
-        AutoGP(TUTORIAL_CONFIG, seed=0, progress=False).fit(_tutorial_data())
+        AutoGP(setup.tutorial, seed=0, progress=False).fit(_tutorial_data(setup.tutorial_points))
     else:
-        AutoGP(AIRLINE_CONFIG, seed=0, progress=False).fit(_airline().iloc[:126])
+        AutoGP(setup.airline, seed=0, progress=False).fit(_airline().iloc[: setup.train])
     print(time.perf_counter() - start)
 
 
-def run(quick: bool) -> dict:
+def _use_compilation_cache(cache_dir: str) -> None:
+    """This process writes (and reads) JAX's persistent compilation cache in ``cache_dir``."""
+    jax.config.update("jax_compilation_cache_dir", cache_dir)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+def run(quick: bool, tiny: bool = False) -> dict:
+    setup = TINY if tiny else FULL
+    with tempfile.TemporaryDirectory() as cache:
+        if tiny:  # the in-process fits fill the cache that the fresh processes then read
+            _use_compilation_cache(cache)
+        out = _run(setup, quick or tiny, tiny, cache)
+    return out
+
+
+def _run(setup: Setup, quick: bool, tiny: bool, cache: str) -> dict:
     out: dict = {
         "machine": f"{platform.machine()} {platform.processor() or ''} cpus={os.cpu_count()}",
         "jax": jax.__version__,
         "date": time.strftime("%Y-%m-%d"),
+        "tiny": tiny,
     }
     df = _airline()
-    train, test = df.iloc[:126], df.iloc[126:]
-    model = AutoGP(AIRLINE_CONFIG, seed=0, progress=False)
+    train, test = df.iloc[: setup.train], df.iloc[setup.train : setup.train + setup.test]
+    model = AutoGP(setup.airline, seed=0, progress=False)
     first, compiles_first = _timed_fit(model, train)
     out["first_fit_s"] = first
     out.update(_heldout(model, test))
@@ -139,29 +183,31 @@ def run(quick: bool) -> dict:
     out["log_marginal_likelihood"] = float(fit.log_marginal_likelihood)
     out["top_structures"] = _structures(model)
 
-    model2 = AutoGP(AIRLINE_CONFIG, seed=1, progress=False)
+    model2 = AutoGP(setup.airline, seed=1, progress=False)
     second, compiles_second = _timed_fit(model2, train)
     out["second_fit_s"] = second
-    out["round_s"] = second / 10
+    out["round_s"] = second / setup.rounds
     out["compilations"] = compiles_first + compiles_second
     out["second_fit"] = _heldout(model2, test)
     if not quick:
         out["seeds"] = {}
         for seed in range(2, 5):
-            m = AutoGP(AIRLINE_CONFIG, seed=seed, progress=False)
+            m = AutoGP(setup.airline, seed=seed, progress=False)
             m.fit(train)
             out["seeds"][seed] = _heldout(m, test)
-    raw = AutoGP({**AIRLINE_CONFIG, "data": {"log_transform": False}}, seed=0, progress=False)
+    raw = AutoGP({**setup.airline, "data": {"log_transform": False}}, seed=0, progress=False)
     raw.fit(train)
     out["raw_scale"] = _heldout(raw, test)
 
     # AutoGP.jl tutorial configuration in a fresh process: 100 points, 8 particles, 20 rounds.
-    out["tutorial_first_fit_s"] = _fresh_process("tutorial", None)
-    with tempfile.TemporaryDirectory() as cache:
-        _fresh_process("airline", cache)  # fills the cache
-        out["first_fit_warm_cache_s"] = _fresh_process("airline", cache)
-        _fresh_process("tutorial", cache)
-        out["tutorial_first_fit_warm_cache_s"] = _fresh_process("tutorial", cache)
+    if tiny:  # this process filled the cache: only the tutorial fit, only warm
+        out["tutorial_first_fit_s"] = out["first_fit_warm_cache_s"] = None
+    else:
+        out["tutorial_first_fit_s"] = _fresh_process("tutorial", None, tiny)
+        _fresh_process("airline", cache, tiny)  # fills the cache
+        out["first_fit_warm_cache_s"] = _fresh_process("airline", cache, tiny)
+        _fresh_process("tutorial", cache, tiny)
+    out["tutorial_first_fit_warm_cache_s"] = _fresh_process("tutorial", cache, tiny)
     return out
 
 
@@ -169,14 +215,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
     parser.add_argument("--quick", action="store_true", help="skip the extra airline seeds")
+    parser.add_argument(
+        "--tiny", action="store_true", help="smoke test on toy configurations (see above)"
+    )
     parser.add_argument("--fit-once", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_once:
-        _fit_once(args.fit_once)
+        _fit_once(args.fit_once, TINY if args.tiny else FULL)
         return
-    res = run(args.quick)
+    res = run(args.quick, args.tiny)
     print(f"machine: {res['machine']}  jax {res['jax']}  {res['date']}")
-    print("airline (126 train / 18 held out; 8 particles, 10 rounds, 10 moves/round)")
+    if args.tiny:
+        print("TINY smoke run: toy configurations, the figures mean nothing")
+    setup = TINY if args.tiny else FULL
+    print(
+        f"airline ({setup.train} train / {setup.test} held out; "
+        + ", ".join(f"{v} {k}" for k, v in setup.airline["smc"].items())
+        + ")"
+    )
     print(f"  first fit (compile incl.) {res['first_fit_s']:8.2f} s")
     print(
         f"  second fit                {res['second_fit_s']:8.2f} s"
@@ -200,11 +256,15 @@ def main() -> None:
     print(f"  raw scale (no log), seed 0: RMSE {r['heldout_rmse']:.2f}, "
           f"95% covered {r['heldout_covered95']}")
     warm = res["first_fit_warm_cache_s"]
-    print(f"  first fit, fresh process, warm compilation cache {warm:.2f} s")
+    if warm is not None:
+        print(f"  first fit, fresh process, warm compilation cache {warm:.2f} s")
+    cold = res["tutorial_first_fit_s"]
     print(
-        "tutorial config (100 points, 8 particles, 20 rounds), fresh process: "
-        f"first fit {res['tutorial_first_fit_s']:.2f} s cold, "
-        f"{res['tutorial_first_fit_warm_cache_s']:.2f} s with a warm compilation cache"
+        f"tutorial config ({setup.tutorial_points} points, "
+        + ", ".join(f"{v} {k}" for k, v in setup.tutorial["smc"].items())
+        + "), fresh process: first fit "
+        + ("(not measured)" if cold is None else f"{cold:.2f} s")
+        + f" cold, {res['tutorial_first_fit_warm_cache_s']:.2f} s with a warm compilation cache"
     )
     if args.json:
         args.json.write_text(json.dumps(res, indent=2, default=str))

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
 from jax.scipy.special import logsumexp, ndtr
+from jax.scipy.stats import norm
 
 from autogp._x64 import with_x64
 from autogp.forecast import _shapes
@@ -188,9 +190,7 @@ def _padded(weights: np.ndarray, means: np.ndarray, sds: np.ndarray):
 
 @jax.jit
 def _logpdf_jit(log_w, means, sds, y):
-    sd = jnp.maximum(sds, 1e-300)
-    z = (y[None] - means) / sd
-    comp = -0.5 * z**2 - jnp.log(sd) - 0.5 * jnp.log(2 * jnp.pi)
+    comp = norm.logpdf(y[None], means, jnp.maximum(sds, 1e-300))
     return logsumexp(log_w[:, None] + comp, axis=0)
 
 
@@ -227,12 +227,7 @@ def mixture_joint_logpdf(log_weights, means, covs, y) -> float:
     if not terms:
         raise PredictionError("no particle gives a usable joint predictive density")
     # Renormalise over the particles that were usable.
-    return _logsumexp_np(np.asarray(terms)) - _logsumexp_np(np.asarray(used))
-
-
-def _logsumexp_np(a: np.ndarray) -> float:
-    top = np.max(a)
-    return float(top + np.log(np.exp(a - top).sum()))
+    return float(scipy.special.logsumexp(terms) - scipy.special.logsumexp(used))
 
 
 __all__ = [

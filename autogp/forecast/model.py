@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from jax.scipy.linalg import cho_solve
-from jax.scipy.special import ndtri
+from scipy.special import ndtri
 
 from autogp._x64 import with_x64, x64
 from autogp.config import Config, load_config
@@ -882,7 +882,7 @@ class AutoGP:
         structures = [structure(e) for e in fit.expressions()]
         names, probs = self._probs(levels, qs)
         sd = np.sqrt(np.maximum(var, 0.0))
-        z = np.asarray(ndtri(jnp.asarray(probs))) if probs.size else np.zeros(0)
+        z = ndtri(probs) if probs.size else np.zeros(0)
         s = fit.scaler
         P, M = mean.shape
         rows = {

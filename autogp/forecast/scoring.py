@@ -12,21 +12,18 @@ interval), with ``L`` written as ``f"{L:g}"`` (``95``, ``97.5``).
 * :func:`score_forecasts` gives sMAPE, MASE, scaled CRPS, interval coverage and relative interval
   width per series and model; :func:`summary_table` averages them per model.
 
-Only numpy and pandas are used here; the normal CDF comes from ``jax.scipy.special.ndtr`` run in
-float64, so scipy is not needed by the package.
+Only numpy, scipy and pandas are used here.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
-import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-from jax.scipy.special import ndtr
+from scipy.special import ndtr
+from scipy.stats import norm
 
-from autogp._x64 import x64
 from autogp.forecast.metrics import mase, smape
 
 # Rows of the pairwise term handled at once in mixture_crps (bounds the P x P x M temporary).
@@ -126,16 +123,6 @@ def scaled_crps(y: np.ndarray, quantiles: Mapping[float, np.ndarray]) -> float:
 
 
 # ---- exact CRPS of a Gaussian mixture --------------------------------------------------------
-def _normal_cdf(z: np.ndarray) -> np.ndarray:
-    """Standard normal CDF in float64 (jax's ndtr, run with float64 enabled)."""
-    with x64():
-        return np.asarray(ndtr(jnp.asarray(z, dtype=jnp.float64)), dtype=np.float64)
-
-
-def _normal_pdf(z: np.ndarray) -> np.ndarray:
-    return np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-
-
 def _crps_kernel(m: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``A(m, v) = E|X|`` for ``X ~ N(m, v)``.
 
@@ -145,7 +132,7 @@ def _crps_kernel(m: np.ndarray, v: np.ndarray) -> np.ndarray:
     sd = np.sqrt(v)
     positive = sd > 0
     z = np.divide(m, sd, out=np.zeros_like(m), where=positive)
-    gaussian = 2.0 * sd * _normal_pdf(z) + m * (2.0 * _normal_cdf(z) - 1.0)
+    gaussian = 2.0 * sd * norm.pdf(z) + m * (2.0 * ndtr(z) - 1.0)
     return np.where(positive, gaussian, np.abs(m))
 
 
@@ -266,8 +253,7 @@ def lognormal_mixture_crps(
     u = np.linspace(0.0, 1.0, grid_points // 2 + 1)[:, None]
 
     def cdf(t):
-        with x64():
-            phi = np.asarray(ndtr(jnp.asarray((t[:, None, :] - mu[None]) / sd[None])))
+        phi = ndtr((t[:, None, :] - mu[None]) / sd[None])
         return np.einsum("p,gpm->gm", w, phi)
 
     start = np.minimum(t_lo, t_y)

@@ -29,6 +29,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.stats import norm
 
 from autogp.kernels import spec
 
@@ -367,8 +368,7 @@ def param_log_probs(grammar: Grammar, ops: Array, params: Array) -> Array:
     mean = jnp.asarray(grammar.prior_mean_table)[ops]
     std = jnp.asarray(grammar.prior_std_table)[ops]
     used = jnp.arange(spec.MAX_PARAMS) < jnp.asarray(spec.NUM_PARAMS)[ops][:, None]
-    z = (params - mean) / std
-    log_density = -0.5 * z**2 - jnp.log(std) - 0.5 * math.log(2 * math.pi)
+    log_density = norm.logpdf(params, mean, std)
     return jnp.sum(jnp.where(used, log_density, 0.0), axis=-1)
 
 
@@ -420,8 +420,7 @@ def log_prior_params(grammar: Grammar, ops: Array, params: Array) -> Array:
 def log_prior_noise(grammar: Grammar, noise: Array) -> Array:
     """log p(noise) of the unconstrained noise [...]."""
     mean, std = grammar.noise_prior
-    z = (noise - mean) / std
-    return -0.5 * z**2 - math.log(std) - 0.5 * math.log(2 * math.pi)
+    return norm.logpdf(noise, mean, std)
 
 
 def log_prior(grammar: Grammar, ops: Array, params: Array, noise: Array) -> Array:

@@ -22,6 +22,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.stats import norm
+from scipy.signal import lombscargle
 
 from autogp.kernels import spec
 
@@ -48,7 +50,8 @@ def candidate_periods(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``num`` strongest periods of ``y`` over ``x`` and their normalised weights.
 
-    A least-squares (Lomb-Scargle) periodogram of the linearly detrended series on a grid of
+    The Lomb-Scargle periodogram (``scipy.signal.lombscargle``: least squares of a cos + b sin at
+    each frequency) of the linearly detrended series, as a share of its variance, on a grid of
     frequencies from two cycles over the span to the Nyquist rate of the median spacing; peaks
     are local maxima of the power, weighted by power. Irregular ``x`` is fine. Returns
     ``(log_periods [k], weights [k])`` with ``k <= num`` (empty when the series is too short or
@@ -70,15 +73,9 @@ def candidate_periods(
     freqs = np.arange(f_lo, f_hi, 1.0 / (oversample * span))
     if len(freqs) < 3:
         return np.zeros(0), np.zeros(0)
-    phase = 2 * np.pi * freqs[:, None] * (x[None, :] - x.mean())
-    c, s = np.cos(phase), np.sin(phase)
-    # Power = explained sum of squares of the best a cos + b sin (2x2 normal equations).
-    cc, ss, cs = (c * c).sum(1), (s * s).sum(1), (c * s).sum(1)
-    cy, sy = c @ resid, s @ resid
-    det = np.maximum(cc * ss - cs**2, 1e-12)
-    a = (ss * cy - cs * sy) / det
-    b = (cc * sy - cs * cy) / det
-    power = (a * cy + b * sy) / total
+    # scipy's Lomb-Scargle without a floating mean (the residuals are already detrended) is
+    # half the explained sum of squares of the best a cos + b sin at each frequency.
+    power = 2.0 * lombscargle(x, resid, 2.0 * np.pi * freqs, floating_mean=False) / total
     peaks = np.flatnonzero((power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:])) + 1
     if len(peaks) == 0:
         return np.zeros(0), np.zeros(0)
@@ -117,15 +114,11 @@ def proposal_arrays(
 
 
 # --- densities and draws (jax, per tree) --------------------------------------------------------
-def _normal_logpdf(v, mean, std):
-    return -0.5 * ((v - mean) / std) ** 2 - jnp.log(std) - 0.5 * math.log(2 * math.pi)
-
-
 def log_q_minus_log_p(v: Array, prior_mean, prior_std, proposal: PeriodProposal) -> Array:
     """``log q(v) - log p(v)`` for log periods ``v`` (any shape) of one particle."""
-    log_prior = _normal_logpdf(v, prior_mean, prior_std)
+    log_prior = norm.logpdf(v, prior_mean, prior_std)
     log_peaks = jax.nn.logsumexp(
-        proposal.log_weights + _normal_logpdf(v[..., None], proposal.log_centers, proposal.scale),
+        proposal.log_weights + norm.logpdf(v[..., None], proposal.log_centers, proposal.scale),
         axis=-1,
     )
     has_peaks = proposal.mix > 0

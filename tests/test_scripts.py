@@ -1,0 +1,194 @@
+"""Smoke tests: every script in ``scripts/`` runs on tiny inputs and its output makes sense.
+
+The scripts run in subprocesses, all started at once (they spend most of their time compiling,
+single-threaded), with this checkout first on the path. A new script needs an entry in
+``SMOKE_ARGS`` and a check in ``CHECKS``, or ``test_every_script_has_a_smoke_run`` fails.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
+TIMEOUT_S = 900  # a hang, not a speed limit: under load the compilations take minutes
+
+# script -> its arguments on tiny inputs; {tmp} is the test's scratch folder
+SMOKE_ARGS = {
+    "bench_evaluator.py": ["--tiny", "--json", "{tmp}/bench_evaluator.json"],
+    "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
+    "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
+}
+
+
+def test_every_script_has_a_smoke_run():
+    found = {path.name for path in SCRIPTS.glob("*.py")}
+    assert found == set(SMOKE_ARGS), "add a tiny run for each new script to SMOKE_ARGS"
+    assert set(CHECKS) == set(SMOKE_ARGS)
+
+
+# ---- a tiny M3-style run folder, with scores we can compute here ---------------------------
+HORIZON, TRAIN_LEN = 6, 24
+
+
+def _write_m3_run(run_dir: Path) -> dict[str, float]:
+    """The files ``m3_report.py`` reads, for two monthly series; returns the expected means
+    over the series of AutoGP's sMAPE, MASE (lag 12) and 80% / 95% coverage."""
+    run_dir.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    train_rows, fc_rows = [], []
+    smapes, mases = [], []
+    ds = pd.date_range("2000-01-01", periods=TRAIN_LEN + HORIZON, freq="MS")
+    for k, uid in enumerate(("s1", "s2")):
+        y = 100.0 + 10 * k + 8 * np.sin(2 * np.pi * np.arange(len(ds)) / 12)
+        y += rng.normal(scale=2.0, size=len(ds))
+        train, test = y[:TRAIN_LEN], y[TRAIN_LEN:]
+        # Point forecasts off by +-3; the 80% interval (+-2) misses every point, the 95% one
+        # (+-4) covers every point: coverage 0 and 1 whatever the noise.
+        point = test + 3.0 * np.where(np.arange(HORIZON) % 2 == 0, 1.0, -1.0)
+        smapes.append(np.mean(200 * np.abs(test - point) / (np.abs(test) + np.abs(point))))
+        mases.append(np.mean(np.abs(test - point)) / np.mean(np.abs(train[12:] - train[:-12])))
+        train_rows += [(uid, d, v) for d, v in zip(ds[:TRAIN_LEN], train, strict=True)]
+        for d, v, f in zip(ds[TRAIN_LEN:], test, point, strict=True):
+            fc_rows.append((uid, d, v, f, f - 2, f + 2, f - 4, f + 4, v + 1, v - 9, v + 9))
+    pd.DataFrame(train_rows, columns=["unique_id", "ds", "y"]).to_csv(
+        run_dir / "train.csv", index=False
+    )
+    columns = ["unique_id", "ds", "y", "AutoGP", "AutoGP-lo-80", "AutoGP-hi-80"]
+    columns += ["AutoGP-lo-95", "AutoGP-hi-95", "Naive", "Naive-lo-80", "Naive-hi-80"]
+    frame = pd.DataFrame(fc_rows, columns=columns)
+    frame.iloc[:, :8].to_csv(run_dir / "forecast.csv", index=False)
+    frame[["unique_id", "ds", "Naive", "Naive-lo-80", "Naive-hi-80"]].assign(
+        **{"Naive-lo-95": frame["Naive"] - 20, "Naive-hi-95": frame["Naive"] + 20}
+    ).to_csv(run_dir / "baselines.csv", index=False)
+    pd.DataFrame(
+        {
+            "unique_id": ["s1", "s1", "s2"],
+            "structure": ["PER + LIN", "SE", "PER + LIN"],
+            "weight": [0.7, 0.3, 1.0],
+        }
+    ).to_csv(run_dir / "structures.csv", index=False)
+    metrics = {"lpd_per_point": [-2.5, -3.0], "crps_mixture_scaled": [0.02, 0.04]}
+    pd.DataFrame({"unique_id": ["s1", "s2"], **metrics}).to_csv(
+        run_dir / "metrics.csv", index=False
+    )
+    (run_dir / "summary.json").write_text(json.dumps({"date": "2000-01-01", "series": 2}))
+    return {
+        "smape": float(np.mean(smapes)),
+        "mase": float(np.mean(mases)),
+        "coverage_80": 0.0,
+        "coverage_95": 1.0,
+    }
+
+
+# ---- running the scripts --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Start every script at once; ``runs[name]`` is ``(process, tmp folder, extra facts)``."""
+    tmp = tmp_path_factory.mktemp("scripts")
+    facts = {"m3_report.py": _write_m3_run(tmp / "m3_run")}
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.pop("JAX_COMPILATION_CACHE_DIR", None)
+    started = {}
+    for name, args in SMOKE_ARGS.items():
+        command = [sys.executable, str(SCRIPTS / name)] + [a.format(tmp=tmp) for a in args]
+        started[name] = subprocess.Popen(
+            command, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+    yield {name: (proc, tmp, facts.get(name)) for name, proc in started.items()}
+    for proc in started.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _finite_positive(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def check_bench_evaluator(tmp: Path, output: str, _facts) -> None:
+    report = json.loads((tmp / "bench_evaluator.json").read_text())
+    assert report["config"]["tiny"] is True
+    floor = report["over_dense_floor"]
+    assert list(floor) == ["24"] and _finite_positive(floor["24"])
+    assert _finite_positive(report["grad_over_value"])
+    for ratios in (report["speedup_vs_naive"], report["over_specialized"]):
+        assert all(_finite_positive(r) for r in ratios.values()), ratios
+    assert all(_finite_positive(s) for s in report["compile_s_evaluator"].values())
+    # one compiled program for every structure and mask: traced once over the batches
+    assert report["traces"] == 1
+    assert report["traces_detail"]["new_during_calls"] == [0, 0]
+    # the agreement checks assert inside the script; both ran, the every-atom one included
+    assert "agreement on airline_24" in output and "agreement on all_atoms" in output
+    assert "over_dense_floor" in output
+
+
+def check_bench_smc(tmp: Path, output: str, _facts) -> None:
+    res = json.loads((tmp / "bench_smc.json").read_text())
+    assert res["tiny"] is True
+    for key in ("first_fit_s", "second_fit_s", "round_s", "tutorial_first_fit_warm_cache_s"):
+        assert _finite_positive(res[key]), (key, res[key])
+    assert res["compilations"] == 1  # the second fit reuses the first fit's compiled round
+    for held_out in (res, res["second_fit"], res["raw_scale"]):
+        assert held_out["heldout_points"] == 6
+        assert 0 <= held_out["heldout_covered80"] <= held_out["heldout_covered95"] <= 6
+        assert _finite_positive(held_out["heldout_rmse"])
+        assert math.isfinite(held_out["heldout_mean_lpd"])
+    assert math.isfinite(res["log_marginal_likelihood"])
+    weights = [row["weight"] for row in res["top_structures"]]
+    assert 0 < sum(weights) <= 1 + 1e-9
+    assert "TINY smoke run" in output
+
+
+def _markdown_row(report: str, first_cell: str) -> dict[str, str]:
+    """The first table row starting with ``first_cell``, keyed by its table's header."""
+    header = None
+    for line in report.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif cells[0] == first_cell:
+            return dict(zip(header, cells, strict=True))
+    raise AssertionError(f"no table row {first_cell!r} in the report")
+
+
+def check_m3_report(tmp: Path, output: str, expected: dict[str, float]) -> None:
+    run_dir = tmp / "m3_run"
+    report = (run_dir / "report.md").read_text()
+    row = _markdown_row(report, "AutoGP")
+    for key, value in expected.items():
+        assert float(row[key]) == pytest.approx(value, rel=1e-3, abs=1e-9), key
+    assert float(_markdown_row(report, "Naive")["coverage_80"]) == 1.0  # y +- 9 covers y
+    # the top structure of s1 (weight 0.7) and of s2 are both PER + LIN
+    assert _markdown_row(report, "PER + LIN")["series"] == "2"
+    for png in ("report_smape_by_horizon.png", "report_coverage.png", "report_structures.png"):
+        assert (run_dir / png).stat().st_size > 1000, png
+    assert "wrote" in output
+
+
+CHECKS = {
+    "bench_evaluator.py": check_bench_evaluator,
+    "bench_smc.py": check_bench_smc,
+    "m3_report.py": check_m3_report,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMOKE_ARGS))
+def test_script_runs_on_tiny_inputs(runs, name):
+    proc, tmp, facts = runs[name]
+    output, _ = proc.communicate(timeout=TIMEOUT_S)
+    assert proc.returncode == 0, f"{name} failed:\n{output[-4000:]}"
+    CHECKS[name](tmp, output, facts)
