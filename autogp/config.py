@@ -150,7 +150,22 @@ class DataConfig:
     time_col: str = _key("ds", "column with time stamps (dates or numbers)", "str")
     target_col: str = _key("y", "column with the values", "str")
     id_col: str | None = _key(None, "series-id column of a panel", "str", optional=True)
-    log_transform: bool = _key(False, "fit log(y) (values must be positive)", "bool")
+    transform: str = _key(
+        "auto",
+        "variance-stabilising transform of y: 'auto' (log or Box-Cox when the training data's "
+        "seasonal swing grows with the level, by Guerrero's method; never for values <= 0), "
+        "'none', 'log', 'boxcox' (lambda from data.boxcox_lambda or estimated)",
+        "choice",
+        choices=("auto", "none", "log", "boxcox"),
+    )
+    boxcox_lambda: float | None = _key(
+        None, "Box-Cox lambda for transform = 'boxcox' (unset: Guerrero's estimate)", "float",
+        lo=-1.0, hi=2.0, optional=True,
+    )
+    log_transform: bool = _key(
+        False, "fit log(y) (values must be positive); true is an alias of transform = 'log'",
+        "bool",
+    )
     center: str = _key(
         "recent",
         "prior mean of the model: 'recent', the mean of the series' last season (12 months, "
@@ -171,6 +186,13 @@ class DataConfig:
         None, "column marking held-out rows (e.g. 'split')", "str", optional=True
     )
     test_value: str = _key("test", "value of split_col that marks a test row", "str")
+    freq_col: str | None = _key(
+        None,
+        "column with each series' frequency (a pandas alias: YS, QS, MS, W, D, B, h, 30min); "
+        "names the calendar of numeric time stamps (B: trading-day numbers) for the seasons "
+        "(autogp run)",
+        "str", optional=True,
+    )
     max_points: int = _key(
         5000, "largest series fitted with an exact GP (cost ~ n^3)", "int", lo=3, hi=1_000_000
     )
@@ -181,6 +203,25 @@ class DataConfig:
         choices=(",", ";", "\t", "|"),
         optional=True,
     )
+
+    @property
+    def effective_transform(self) -> str:
+        """``transform``, with ``log_transform = true`` read as ``"log"``."""
+        return "log" if self.log_transform else self.transform
+
+    def _check(self, prefix: str) -> None:
+        if self.log_transform and self.transform not in ("auto", "log"):
+            raise ConfigError(
+                f"{prefix}.log_transform = true contradicts {prefix}.transform = "
+                f"{self.transform!r}; set only one of them",
+                key=f"{prefix}.log_transform",
+            )
+        if self.boxcox_lambda is not None and self.effective_transform != "boxcox":
+            raise ConfigError(
+                f"{prefix}.boxcox_lambda = {self.boxcox_lambda:g} is only used with "
+                f"{prefix}.transform = 'boxcox' (transform is {self.effective_transform!r})",
+                key=f"{prefix}.boxcox_lambda",
+            )
 
     def read_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``autogp.data.read_csv(self.path, **kwargs)``."""
@@ -339,8 +380,9 @@ class SMCConfig:
     )
     period_peaks: int = _key(3, "periodogram peaks the period proposal uses", "int", lo=1, hi=20)
     workers: int = _key(
-        1, "processes fitting the series of a panel in parallel (results do not depend on it)",
-        "int", lo=1, hi=256,
+        0, "processes fitting the series of a panel in parallel (results do not depend on it); "
+        "0: one per available core for a panel, 1 for a single series",
+        "int", lo=0, hi=256,
     )
     period_spread: float = _key(
         0.05, "spread (sd of the log period) of the proposal around each peak", "float",
@@ -434,7 +476,7 @@ class ForecastConfig:
     point: str = _key(
         "mean",
         "point forecast: the predictive mean, or the median (best under absolute-error metrics "
-        "such as MASE and sMAPE; below the mean under log_transform)",
+        "such as MASE and sMAPE; below the mean under a log or Box-Cox transform)",
         "choice",
         choices=("mean", "median"),
     )

@@ -128,7 +128,7 @@ def plot_components(decomposition: pd.DataFrame, *, title: str | None = None) ->
     ax.plot(df["ds"], df["y"], ".", color="black", markersize=3, label="observed")
     ax.plot(df["ds"], df["fitted"], color=_COLOR, label="posterior mean")
     ax.legend(loc="upper left", fontsize=8)
-    ax.set_ylabel("log y" if df.attrs.get("units") == "log" else "y")
+    ax.set_ylabel({"log": "log y", "boxcox": "Box-Cox y"}.get(df.attrs.get("units"), "y"))
     for ax, name in zip(axes[1:], present, strict=True):
         ax.plot(df["ds"], df[name], color=_COLOR)
         ax.set_ylabel(name)

@@ -22,11 +22,11 @@ OUT = Path("autogp_out/examples")
 
 
 def data_path(name: str) -> Path:
-    """examples/data/<name> if present, else the project's shared data collection."""
-    for candidate in (HERE / "data" / name, HERE.parent.parent / "shared" / "data" / name):
-        if candidate.exists():
-            return candidate
-    raise FileNotFoundError(f"{name} is neither in {HERE / 'data'} nor in ../shared/data")
+    """examples/data/<name> (shipped with the repository)."""
+    path = HERE / "data" / name
+    if not path.exists():
+        raise FileNotFoundError(f"{name} is not in {HERE / 'data'}")
+    return path
 
 
 def main() -> None:

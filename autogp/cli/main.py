@@ -179,7 +179,7 @@ def _print_explanation(console: Console, model: Any, top: int) -> None:
     for uid in model.unique_ids:
         rows = kern[kern["unique_id"] == uid].head(top)
         fit = model.fits[uid]
-        unit = " (log units)" if fit.scaler.log else ""
+        unit = f" ({fit.scaler.units} units)" if fit.scaler.transformed else ""
         for _, r in rows.iterrows():
             prefix = f"{uid}: " if len(model.unique_ids) > 1 else ""
             console.print(
@@ -221,7 +221,9 @@ def fit(
     particles: Annotated[int | None, typer.Option("--particles", "-p", min=1)] = None,
     seed: Annotated[int | None, typer.Option(min=0)] = None,
     workers: Annotated[
-        int | None, typer.Option(help="Processes fitting a panel's series in parallel.", min=1)
+        int | None,
+        typer.Option(help="Processes fitting a panel's series in parallel (0: one per core, "
+                     "the default).", min=0),
     ] = None,
     time_col: Annotated[str | None, typer.Option(help="Time column (default ds).")] = None,
     target_col: Annotated[str | None, typer.Option(help="Value column (default y).")] = None,
@@ -234,7 +236,10 @@ def fit(
         str | None, typer.Option(help="Combine duplicate stamps: mean, sum, last, first, median.")
     ] = None,
     log_transform: Annotated[
-        bool | None, typer.Option("--log/--no-log", help="Fit log(y).", show_default=False)
+        bool | None,
+        typer.Option("--log/--no-log", show_default=False,
+                     help="Fit log(y) / the raw values (default: chosen from the data, "
+                     "data.transform = 'auto')."),
     ] = None,
     latent: Annotated[
         bool, typer.Option("--latent", help="Intervals for the latent function, not new data.")
@@ -383,7 +388,8 @@ def run(
         Path | None, typer.Option("--output-dir", help="Output folder (default output.dir).")
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(help="Processes fitting series in parallel.", min=1)
+        int | None,
+        typer.Option(help="Processes fitting series in parallel (0: one per core).", min=0),
     ] = None,
     baselines: Annotated[
         bool,

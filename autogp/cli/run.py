@@ -11,8 +11,8 @@ and the coverage of each interval level, per series and averaged (``metrics.csv`
 ``summary.json``, and a table on stdout). Without test points it simply forecasts
 ``forecast.horizon`` steps.
 
-A relative ``data.path`` is looked up in the working directory, then next to the config file,
-then (by file name) in ``examples/data/`` and ``../shared/data/``.
+A relative ``data.path`` is relative to the config file's folder; when no file is there it is
+looked up in the working directory, then (by file name) in ``examples/data/``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from autogp.config import Config, ConfigError, load_config
 from autogp.data import DataError, TimeSeries, read_csv
 from autogp.forecast.atomic import atomic_write, atomic_write_text
 from autogp.forecast.metrics import coverage, mase, seasonality, smape
-from autogp.forecast.model import MODEL_NAME, AutoGP, _fmt_level
+from autogp.forecast.model import MODEL_NAME, AutoGP, _fmt_level, resolve_workers
 
 SUPPORTED_METRICS = ("smape", "mase", "coverage", "lpd")
 
@@ -49,16 +49,35 @@ def resolve_data_path(config: Config, config_path: Path) -> Path:
         candidates = [given]
     else:
         candidates = [
-            Path.cwd() / given,
             config_path.parent / given,
+            Path.cwd() / given,
             Path.cwd() / "examples" / "data" / given.name,
-            Path.cwd().parent / "shared" / "data" / given.name,
         ]
     for c in candidates:
         if c.is_file():
             return c.resolve()
     tried = ", ".join(str(c) for c in candidates)
     raise DataError(f"data file {str(given)!r} not found (tried {tried})")
+
+
+def apply_freq_column(series: list[TimeSeries], data_path: Path, config: Config
+                      ) -> list[TimeSeries]:
+    """Name the calendar of numeric time axes from ``data.freq_col`` (one value per series)."""
+    from autogp.data.seasons import with_frequency
+
+    d = config.data
+    columns = [d.freq_col] + ([d.id_col] if d.id_col else [])
+    try:
+        frame = pd.read_csv(data_path, usecols=columns, sep=d.sep)
+    except ValueError as exc:
+        raise DataError(f"{data_path}: data.freq_col = {d.freq_col!r}: {exc}") from None
+    if d.id_col is None:
+        values = frame[d.freq_col].dropna().astype(str).unique()
+        freq = {series[0].unique_id: values[0]} if len(values) else {}
+    else:
+        frame = frame.dropna().drop_duplicates(d.id_col)
+        freq = dict(zip(frame[d.id_col].astype(str), frame[d.freq_col].astype(str), strict=True))
+    return [with_frequency(s, freq.get(s.unique_id)) for s in series]
 
 
 def _split(series: TimeSeries, holdout: int | None) -> tuple[TimeSeries, TimeSeries | None]:
@@ -91,11 +110,11 @@ def _score(
                 hi = fc[f"{MODEL_NAME}-hi-{lab}"].to_numpy()
                 row[f"coverage_{lab}"] = coverage(y, lo, hi)
         elif name == "lpd":
-            if model.config.data.log_transform and np.any(y <= 0):
+            if model.fits[train.unique_id].scaler.transformed and np.any(y <= 0):
                 # A log-normal forecast gives no density to y <= 0 (M3's N2786 has one such
                 # held-out value): -inf, reported as NaN so the panel mean stays readable.
                 row["lpd_per_point"] = float("nan")
-                row["note"] = "held-out y <= 0 under a log transform: lpd not defined"
+                row["note"] = "held-out y <= 0 under a log/Box-Cox transform: lpd not defined"
                 continue
             lpd = model.log_predictive_density(test.ds, y, unique_id=train.unique_id)
             row["lpd_per_point"] = float(lpd) / len(y)
@@ -162,6 +181,8 @@ def run_experiment(
     data_path = resolve_data_path(config, config_path)
     loaded = read_csv(data_path, **config.data.read_kwargs())
     all_series = loaded if isinstance(loaded, list) else [loaded]
+    if config.data.freq_col is not None:
+        all_series = apply_freq_column(all_series, data_path, config)
     if limit is not None:
         all_series = stratified_sample(all_series, data_path, config.data.id_col, limit,
                                        config.seed)
@@ -203,7 +224,7 @@ def run_experiment(
         "series": len(pairs),
         "scored_series": len(rows),
         "particles": config.smc.num_particles,
-        "workers": config.smc.workers,
+        "workers": min(resolve_workers(config.smc.workers), len(pairs)),
         "seed": config.seed,
         "fit_seconds": round(fit_seconds, 3),
         "fit_seconds_per_series": round(fit_seconds / max(1, len(pairs)), 3),
@@ -221,7 +242,8 @@ def run_experiment(
         scored = forecast.dropna(subset=["y"]) if "y" in forecast else forecast
         if baselines:
             baseline_fc = _run_baselines(train_frame, scored, levels, summary, err, quiet)
-        summary["comparison"] = _comparison(scored, baseline_fc, train_frame, levels)
+        seasons = {t.unique_id: seasonality(t.axis) for t, _ in pairs}
+        summary["comparison"] = _comparison(scored, baseline_fc, train_frame, levels, seasons)
     _write_outputs(config, model, forecast, metrics, summary, quiet, err,
                    train=train_frame, baselines=baseline_fc)
     _print_summary(out, summary)
@@ -237,20 +259,20 @@ def _machine() -> str:
 
 def _mixture_crps(model: AutoGP, uid: str, test: TimeSeries) -> float:
     """CRPS of the particle mixture over mean |y|: closed form for the Gaussian mixture; under
-    a log transform (a log-normal mixture) the integral of (F(x) - 1{x >= y})^2, taken on a
-    fine grid in log units (``lognormal_mixture_crps``)."""
-    from autogp.forecast.scoring import lognormal_mixture_crps, mixture_crps
+    a log or Box-Cox transform (a log-normal or Box-Cox-normal mixture) the integral of
+    (F(x) - 1{x >= y})^2, taken on a fine grid in log units (``boxcox_mixture_crps``)."""
+    from autogp.forecast.scoring import boxcox_mixture_crps, mixture_crps
 
     fit = model.fits[uid]
     mix = fit.mixture(fit.series.axis.to_numeric(test.ds), include_noise=True)
     s = fit.scaler
     y = np.asarray(test.y, float)
-    if not s.log:
+    if not s.transformed:
         y_norm = (y - s.value_offset) / s.value_scale
         crps = s.value_scale * mixture_crps(mix.weights, mix.means, mix.sds, y_norm)
         return float(np.mean(crps) / np.mean(np.abs(y)))
-    mu = s.value_offset + s.value_scale * mix.means  # [P, M] in log units
-    crps = lognormal_mixture_crps(mix.weights, mu, s.value_scale * mix.sds, y)
+    mu = s.to_transformed(mix.means)  # [P, M] in transformed units
+    crps = boxcox_mixture_crps(mix.weights, mu, s.value_scale * mix.sds, y, s.boxcox_lambda)
     return float(np.mean(crps) / np.mean(np.abs(y)))
 
 
@@ -279,7 +301,8 @@ def _run_baselines(train_frame, scored, levels, summary, err, quiet) -> pd.DataF
     return merged.drop(columns=["step"])
 
 
-def _comparison(scored, baseline_fc, train_frame, levels) -> dict[str, dict[str, float]]:
+def _comparison(scored, baseline_fc, train_frame, levels, seasons
+                ) -> dict[str, dict[str, float]]:
     from autogp.forecast.scoring import score_forecasts, summary_table
 
     frame = scored
@@ -289,7 +312,7 @@ def _comparison(scored, baseline_fc, train_frame, levels) -> dict[str, dict[str,
         frame = scored.merge(baseline_fc.drop(columns=["y"]), on=["unique_id", "ds"], how="left",
                              suffixes=("", "_baseline"))
         models += [c for c in extra if "-lo-" not in c and "-hi-" not in c]
-    scores = score_forecasts(frame, train_frame, models, levels)
+    scores = score_forecasts(frame, train_frame, models, levels, seasons)
     table = summary_table(scores, levels)
     return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}
 

@@ -455,6 +455,13 @@ def _strings_to_float(obj: np.ndarray) -> np.ndarray:
     return out
 
 
+def _subset(raw: _Raw, rows: np.ndarray, col: str) -> _Raw:
+    """The rows ``rows`` of one column of ``raw`` (row labels kept, for messages)."""
+    vals = raw.cells[col]
+    part = vals.iloc[rows] if isinstance(vals, pd.Series) else np.asarray(vals)[rows]
+    return _Raw(raw.source, [col], {col: part}, raw.rows[rows], raw.row_word)
+
+
 def _parse_time(raw: _Raw, col: str) -> tuple[str, np.ndarray]:
     """Column -> ("datetime", int64 us) or ("numeric", float64); errors name the row."""
     vals = raw.cells[col]
@@ -563,7 +570,15 @@ def _build(
             source=raw.source,
         )
     y_all = _parse_values(raw, target_col)
-    kind, key_all = _parse_time(raw, time_col)
+    try:
+        kind, key_all = _parse_time(raw, time_col)
+        mixed_time = False
+    except DataError:
+        # A panel may mix series with dates and series with numbers (trading-day indices):
+        # then each series' time column is read on its own below.
+        if id_col is None:
+            raise
+        mixed_time = True
 
     # Missing / non-finite values: drop with one warning per source, or fail under strict.
     bad = np.flatnonzero(~np.isfinite(y_all))
@@ -617,6 +632,10 @@ def _build(
     out: list[TimeSeries] = []
     for g, uid in enumerate(uniques):
         rows = order[bounds[g] : bounds[g + 1]]
+        if mixed_time:
+            kind, keys_g = _parse_time(_subset(raw, rows, time_col), time_col)
+            key_all = np.zeros(y_all.size, dtype=keys_g.dtype)
+            key_all[rows] = keys_g
         dropped = int((~keep[rows]).sum())
         rows = rows[keep[rows]]
         label = f"{raw.source}" + (f", series {uid!r}" if id_col is not None else "")

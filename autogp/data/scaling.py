@@ -5,7 +5,9 @@ and unit variance, so that one set of default priors suits series of any scale. 
 records the affine maps; ``(time_scale, time_offset, value_scale, value_offset)`` are what is
 needed to convert fitted parameters back to data units (a length scale ``l`` in normalised time
 is ``l * time_scale`` time units; an amplitude ``a`` in normalised values is
-``a * value_scale**2`` in squared data units).
+``a * value_scale**2`` in squared data units). Before the affine map values may pass through a
+Box-Cox transform (``boxcox_lambda``: 0 is log, None is none; see :mod:`autogp.data.transform`);
+parameters and noise are then in transformed units.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from autogp.data.errors import DataError
+from autogp.data.transform import boxcox, inv_boxcox
 
 
 def _finite_1d(x: Any, name: str) -> np.ndarray:
@@ -44,33 +47,61 @@ CONSTANT_SCALE = 1e-6
 
 @dataclass(frozen=True)
 class Scaler:
-    """Affine normalisation ``t -> (t - time_offset) / time_scale``, ``y -> (y - value_offset) /
-    value_scale`` (after ``log`` when ``log=True``).
+    """Affine normalisation ``t -> (t - time_offset) / time_scale``, ``y -> (boxcox(y) -
+    value_offset) / value_scale``, where ``boxcox`` is the Box-Cox transform with
+    ``boxcox_lambda`` (``log`` at 0, the identity when None).
 
     Build one with :meth:`fit`. ``time_offset`` is the first training time and ``time_scale``
     the training span, so training times map onto [0, 1]. ``value_offset``/``value_scale`` are
-    the mean and standard deviation of the (possibly log) training values.
+    the mean and standard deviation of the (transformed) training values. ``transform_reason``
+    says in words why the transform was chosen (for ``explain()``).
     """
 
     time_offset: float = 0.0
     time_scale: float = 1.0
     value_offset: float = 0.0
     value_scale: float = 1.0
-    log: bool = False
+    boxcox_lambda: float | None = None
+    transform_reason: str = ""
+
+    @property
+    def log(self) -> bool:
+        """Whether values are fitted in log units (Box-Cox lambda 0)."""
+        return self.boxcox_lambda == 0.0
+
+    @property
+    def transformed(self) -> bool:
+        """Whether values pass through a Box-Cox transform (log included)."""
+        return self.boxcox_lambda is not None
+
+    @property
+    def units(self) -> str:
+        """``"data"``, ``"log"`` or ``"boxcox"``: the units the model is fitted in."""
+        return "data" if not self.transformed else "log" if self.log else "boxcox"
 
     @classmethod
-    def fit(cls, t: Any, y: Any, *, log: bool = False, center_last: int | None = None) -> Scaler:
+    def fit(
+        cls,
+        t: Any,
+        y: Any,
+        *,
+        log: bool = False,
+        boxcox_lambda: float | None = None,
+        transform_reason: str = "",
+        center_last: int | None = None,
+    ) -> Scaler:
         """Fit the normalisation to training times ``t`` and values ``y``.
 
-        ``center_last = k`` centres values at the mean of the last ``k`` (log) values instead
-        of all of them (the scale is still the whole series' standard deviation). The model's
-        prior mean is this offset, and a stationary component's forecast reverts to it: to the
-        series' recent level rather than its long-run mean.
+        ``boxcox_lambda`` transforms values first (0: log; ``log=True`` is the same as 0).
+        ``center_last = k`` centres values at the mean of the last ``k`` (transformed) values
+        instead of all of them (the scale is still the whole series' standard deviation). The
+        model's prior mean is this offset, and a stationary component's forecast reverts to it:
+        to the series' recent level rather than its long-run mean.
 
         Guards: a single time point gives ``time_scale = 1``; a constant series (std zero, or
         below 1e-12 of its magnitude, i.e. rounding noise) gives ``value_scale = 1e-6 |mean|``
-        (1e-6 for an all-zero series) so nothing divides by zero. With ``log=True`` all values must
-        be positive.
+        (1e-6 for an all-zero series) so nothing divides by zero. A transform needs positive
+        values.
         """
         t = _finite_1d(t, "t")
         y = _finite_1d(y, "y")
@@ -80,13 +111,19 @@ class Scaler:
             raise DataError("t: time span is too wide to represent in float64")
         time_scale = span if span > 0 else 1.0
         if log:
+            if boxcox_lambda not in (None, 0.0):
+                raise ValueError(f"log=True contradicts boxcox_lambda={boxcox_lambda}")
+            boxcox_lambda = 0.0
+        if boxcox_lambda is not None:
+            boxcox_lambda = float(boxcox_lambda)
             if np.any(y <= 0):
                 bad = y[y <= 0]
+                what = "log transform" if boxcox_lambda == 0.0 else "Box-Cox transform"
                 raise DataError(
-                    f"y: log_transform needs positive values, but {bad.size} are <= 0 "
-                    f"(e.g. {bad[0]!r}); turn log_transform off or shift the series"
+                    f"y: the {what} needs positive values, but {bad.size} are <= 0 "
+                    f"(e.g. {bad[0]!r}); use transform = 'none' or shift the series"
                 )
-            y = np.log(y)
+            y = boxcox(y, boxcox_lambda)
         mean, std = _robust_mean_std(y)
         if center_last is not None:
             if center_last < 1:
@@ -97,7 +134,7 @@ class Scaler:
             # model's unit-scale noise prior a tiny noise in data units, so the forecast is the
             # constant with a correspondingly small interval.
             std = CONSTANT_SCALE * (abs(mean) if mean != 0.0 else 1.0)
-        return cls(lo, time_scale, mean, std, log)
+        return cls(lo, time_scale, mean, std, boxcox_lambda, transform_reason)
 
     # ---- time ------------------------------------------------------------------------------
     def forward_t(self, t: Any) -> np.ndarray:
@@ -109,32 +146,45 @@ class Scaler:
         return np.asarray(u, dtype=np.float64) * self.time_scale + self.time_offset
 
     # ---- values ----------------------------------------------------------------------------
+    def transform_y(self, y: Any) -> np.ndarray:
+        """Data values -> transformed units (Box-Cox, before the affine map)."""
+        return boxcox(np.asarray(y, dtype=np.float64), self.boxcox_lambda)
+
     def forward_y(self, y: Any) -> np.ndarray:
         """Data values -> normalised values."""
-        y = np.asarray(y, dtype=np.float64)
-        if self.log:
-            y = np.log(y)
-        return (y - self.value_offset) / self.value_scale
+        return (self.transform_y(y) - self.value_offset) / self.value_scale
+
+    def to_transformed(self, z: Any) -> np.ndarray:
+        """Normalised values -> transformed units (the affine map only)."""
+        return np.asarray(z, dtype=np.float64) * self.value_scale + self.value_offset
 
     def inverse_y(self, z: Any) -> np.ndarray:
         """Normalised values -> data values (also right for quantiles; the maps are monotone)."""
-        y = np.asarray(z, dtype=np.float64) * self.value_scale + self.value_offset
-        return np.exp(y) if self.log else y
+        return inv_boxcox(self.to_transformed(z), self.boxcox_lambda)
 
     def inverse_y_std(self, s: Any) -> np.ndarray:
-        """A standard deviation in normalised units -> data units (log units when ``log``)."""
+        """A standard deviation in normalised units -> data units (transformed units when a
+        transform is used)."""
         return np.asarray(s, dtype=np.float64) * self.value_scale
 
     # ---- serialisation ---------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["log"] = self.log  # read by older versions
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Scaler:
+        """Inverse of :meth:`to_dict`; also reads old files that have only ``log``."""
+        if "boxcox_lambda" in d:
+            lam = None if d["boxcox_lambda"] is None else float(d["boxcox_lambda"])
+        else:
+            lam = 0.0 if bool(d.get("log", False)) else None
         return cls(
             float(d["time_offset"]),
             float(d["time_scale"]),
             float(d["value_offset"]),
             float(d["value_scale"]),
-            bool(d.get("log", False)),
+            lam,
+            str(d.get("transform_reason", "")),
         )

@@ -221,7 +221,7 @@ class TimeAxis:
         """Numeric times of the next ``horizon`` grid points after numeric time ``last``."""
         if horizon < 0:
             raise ValueError(f"horizon must be >= 0, got {horizon}")
-        if self.freq == "B":
+        if self.freq == "B" and self.kind == "datetime":
             return self.to_numeric(self.future_ds(last, horizon))
         return last + self.step * np.arange(1, horizon + 1, dtype=np.float64)
 
@@ -231,7 +231,7 @@ class TimeAxis:
         Monthly data continue with month starts/ends as in the input, weekly data keep the
         weekday, business-day data skip weekends; irregular data step by the median spacing.
         """
-        if self.freq == "B":
+        if self.freq == "B" and self.kind == "datetime":
             start = self.to_ds([last])[0]
             return pd.bdate_range(start=start, periods=horizon + 1)[1:].as_unit("us")
         return self.to_ds(self.future_numeric(last, horizon))

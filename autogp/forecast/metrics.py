@@ -11,15 +11,13 @@ from __future__ import annotations
 import numpy as np
 
 from autogp.data import TimeAxis
-
-_SEASON = {"months": 12, "quarters": 4, "weeks": 52, "days": 7, "hours": 24}
+from autogp.data.seasons import mase_season
 
 
 def seasonality(axis: TimeAxis) -> int:
-    """The usual seasonal period in steps for a regular axis (12 for monthly data), else 1."""
-    if not axis.regular or axis.step != 1.0:
-        return 1
-    return _SEASON.get(axis.unit, 1)
+    """The usual seasonal period in steps for a regular axis (12 for monthly data, 5 for
+    trading days, 48 for half-hourly data), else 1 (:func:`autogp.data.seasons.mase_season`)."""
+    return mase_season(axis)
 
 
 def smape(y: np.ndarray, f: np.ndarray) -> float:

@@ -1,7 +1,8 @@
 """The user-facing model: :class:`AutoGP` fits, forecasts, explains, decomposes, updates and saves.
 
 Time and values are normalised per series (:class:`autogp.data.Scaler`: time onto [0, 1] over the
-training span, values z-scored, optionally after a log) before the SMC engine
+training span, values z-scored, after a log or Box-Cox transform when the data call for one)
+before the SMC engine
 (:func:`autogp.inference.smc.run_smc`) sees them; everything reported (forecasts, quantiles,
 kernel parameters, component curves) is mapped back to data units. Every public method runs its
 JAX work in float64 (:mod:`autogp._x64`) without touching JAX's global flag.
@@ -35,6 +36,7 @@ from autogp.config import Config, load_config
 from autogp.data import DataError, Scaler, TimeSeries, from_arrays, from_frame, read_csv
 from autogp.data.errors import AutoGPDataWarning
 from autogp.data.timeaxis import to_microseconds
+from autogp.data.transform import boxcox_log_jacobian, choose_transform, inverse_mean
 from autogp.evaluator import gram, posterior_predictive, robust_cholesky
 from autogp.forecast import _shapes
 from autogp.forecast import explain as _explain
@@ -197,20 +199,22 @@ class SeriesFit:
 
     # -- units --------------------------------------------------------------------------------
     def to_data_mean(self, mix: Mixture) -> np.ndarray:
-        """The mixture mean in data units (the mean of the log-normal mixture under log)."""
+        """The mixture mean in data units: under a transform, the weighted mean of each
+        particle's back-transformed Gaussian (log-normal in closed form, other Box-Cox lambdas by
+        Gauss-Hermite quadrature, :func:`autogp.data.transform.inverse_mean`)."""
         s = self.scaler
-        if not s.log:
+        if not s.transformed:
             return s.value_offset + s.value_scale * mix.mean()
-        mu = s.value_offset + s.value_scale * mix.means
+        mu = s.to_transformed(mix.means)
         sd = s.value_scale * mix.sds
-        return mix.weights @ np.exp(mu + 0.5 * sd**2)
+        return mix.weights @ inverse_mean(mu, sd, s.boxcox_lambda)
 
     def in_data_units(self, expr: Kernel) -> Kernel:
         s = self.scaler
         return expr.in_data_units(s.time_scale, s.time_offset, s.value_scale)
 
     def noise_sd(self) -> np.ndarray:
-        """Observation-noise standard deviation per particle, in data (or log) units."""
+        """Observation-noise standard deviation per particle, in data (or transformed) units."""
         return np.sqrt(np.exp(np.asarray(self.noise, dtype=np.float64))) * self.scaler.value_scale
 
 
@@ -315,26 +319,33 @@ class _NoProgress:
 
 
 def _scaler(series: TimeSeries, config: Config) -> Scaler:
-    """The normalisation of one series under ``config.data`` (log transform, centring)."""
+    """The normalisation of one series under ``config.data`` (transform, centring). The
+    transform is chosen from the training values alone (``data.transform``)."""
     from autogp.forecast.metrics import seasonality
 
+    season = seasonality(series.axis)
     center_last = None
     if config.data.center == "recent":
-        season = seasonality(series.axis)
         center_last = season if season > 1 else max(1, int(math.ceil(0.1 * series.n)))
         center_last = min(center_last, series.n)
-    return Scaler.fit(series.t, series.y, log=config.data.log_transform, center_last=center_last)
+    try:
+        choice = choose_transform(series.y, season, config.data.effective_transform,
+                                  config.data.boxcox_lambda)
+    except ValueError as exc:
+        raise DataError(f"series {series.unique_id!r}: {exc}") from None
+    return Scaler.fit(series.t, series.y, boxcox_lambda=choice.lam,
+                      transform_reason=choice.reason, center_last=center_last)
 
 
-def _seasonal_period(series: TimeSeries, scaler: Scaler) -> float | None:
-    """The calendar season of a regular axis (12 months, 7 days, ...) in normalised time, as a
-    hint for the period proposal; None when the axis has none."""
-    from autogp.forecast.metrics import seasonality
+def _seasonal_period(series: TimeSeries, scaler: Scaler) -> list[float] | None:
+    """The calendar seasons of the series' axis (12 months; 24 and 168 hours; ...) in
+    normalised time, as candidates for the period proposal; None when the axis has none."""
+    from autogp.data.seasons import candidate_periods
 
-    m = seasonality(series.axis)
-    if m <= 1:
+    periods = candidate_periods(series.axis)
+    if not periods:
         return None
-    return float(m * series.axis.step / scaler.time_scale)
+    return [float(p / scaler.time_scale) for p in periods]
 
 
 # ---- parallel panel fits -----------------------------------------------------------------------
@@ -387,6 +398,16 @@ def _fit_in_processes(
     return fits
 
 
+def resolve_workers(configured: int) -> int:
+    """``smc.workers``, with 0 (the default) read as the number of cores this process may use."""
+    if configured > 0:
+        return configured
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 # ---- the model -------------------------------------------------------------------------------
 class AutoGP:
     """Automatic Gaussian-process forecasting: structure discovery by SMC, then prediction.
@@ -397,7 +418,8 @@ class AutoGP:
         particles: number of SMC particles (``smc.num_particles``).
         rounds: SMC data-annealing rounds (``smc.num_rounds``).
         max_depth: deepest kernel tree (``grammar.max_depth``).
-        log_transform: fit ``log(y)`` and back-transform forecasts (``data.log_transform``).
+        log_transform: True fits ``log(y)`` (``data.transform = "log"``), False the raw values
+            (``"none"``); default: the config's ``data.transform`` ("auto": chosen per series).
         overrides: further dotted config keys, e.g. ``{"refine.steps": 20}``.
         progress: show a progress bar on stderr (default: only for panels of several series).
 
@@ -426,10 +448,12 @@ class AutoGP:
             ("smc.num_particles", particles),
             ("smc.num_rounds", rounds),
             ("grammar.max_depth", max_depth),
-            ("data.log_transform", log_transform),
         ):
             if value is not None:
                 extra[key] = value
+        if log_transform is not None:
+            extra["data.log_transform"] = bool(log_transform)
+            extra["data.transform"] = "log" if log_transform else "none"
         self.config: Config = load_config(config, extra)
         self.progress = progress
         self._fits: dict[str, SeriesFit] = {}
@@ -571,7 +595,7 @@ class AutoGP:
         panel = len(all_series) > 1
         show = self.progress if self.progress is not None else panel
         fits: dict[str, SeriesFit] = {}
-        workers = min(self.config.smc.workers, len(all_series))
+        workers = min(resolve_workers(self.config.smc.workers), len(all_series))
         with _progress(show) as bar:
             overall = bar.add_task("series", total=len(all_series)) if panel else None
             if workers > 1:
@@ -633,11 +657,14 @@ class AutoGP:
         """A model with given particles instead of an SMC fit (one series).
 
         ``kernels`` are expressions (or their text) with parameters in *normalised* units: time
-        in [0, 1] over the training span, values z-scored (after the log when
-        ``log_transform``). ``noise`` is the normalised observation-noise variance (one for all
-        or one per kernel); ``weights`` default to equal.
+        in [0, 1] over the training span, values z-scored (after the transform of
+        ``data.transform``; "auto" means none here, as the kernels are given). ``noise`` is the
+        normalised observation-noise variance (one for all or one per kernel); ``weights``
+        default to equal.
         """
         model = cls(config, **kwargs)
+        if model.config.data.effective_transform == "auto":
+            model.config = model.config.with_overrides({"data.transform": "none"})
         (series,) = model._read(data, time_col, target_col, None)[:1]
         exprs = [k if isinstance(k, Kernel) else _parse(k) for k in kernels]
         ops, params = pack(exprs, max_depth=model.config.grammar.max_depth)
@@ -712,8 +739,11 @@ class AutoGP:
                 raise DataError(
                     f"update: series {uid!r}: new time stamps repeat each other or fitted ones"
                 )
-            if self.config.data.log_transform and np.any(y_new <= 0):
-                raise DataError(f"update: series {uid!r}: log_transform needs positive values")
+            if fit.scaler.transformed and np.any(y_new <= 0):
+                raise DataError(
+                    f"update: series {uid!r} was fitted in {fit.scaler.units} units, which need "
+                    f"positive values; got {y_new[y_new <= 0][0]!r}"
+                )
             old = fit.series
             t_all = np.concatenate([old.t, t_new])
             y_all = np.concatenate([old.y, y_new])
@@ -804,14 +834,15 @@ class AutoGP:
                 function (False); default ``forecast.observation_noise``.
             point: the ``AutoGP`` column: ``"mean"`` or ``"median"`` of the predictive
                 distribution (default ``forecast.point``). The median minimises expected absolute
-                error; under ``log_transform`` it is exp of the log-scale median, below the mean.
+                error; under a transform it is the back-transformed median (monotone map).
             per_particle: one row per (time, particle) with the particle's weight, structure,
                 mean and its own Gaussian intervals, instead of the mixture.
             unique_id: restrict to some series of a panel.
 
         Intervals are exact quantiles of the Gaussian mixture (bisection on its CDF) mapped to
-        data units; under ``log_transform`` the mean is the log-normal mixture's mean and the
-        quantiles (the median included) are exp of the log-scale quantiles. Particles whose
+        data units; under a transform (log, Box-Cox) quantiles (the median included) are the
+        back-transformed quantiles, and the mean is the mixture of back-transformed Gaussians'
+        means (log-normal closed form; Gauss-Hermite quadrature for other lambdas). Particles whose
         predictions are not finite are dropped with a warning.
         """
         fc = self.config.forecast
@@ -892,10 +923,9 @@ class AutoGP:
             "weight": np.repeat(w, M),
             "structure": np.repeat(np.asarray(structures, dtype=object), M),
         }
-        if s.log and point == "mean":
-            mu_log = s.value_offset + s.value_scale * mean
-            sd_log = s.value_scale * sd
-            rows[MODEL_NAME] = np.exp(mu_log + 0.5 * sd_log**2).reshape(-1)
+        if s.transformed and point == "mean":
+            mu = s.to_transformed(mean)
+            rows[MODEL_NAME] = inverse_mean(mu, s.value_scale * sd, s.boxcox_lambda).reshape(-1)
         else:
             rows[MODEL_NAME] = s.inverse_y(mean).reshape(-1)
         for name, zk in zip(names, z, strict=True):
@@ -920,7 +950,7 @@ class AutoGP:
         ``ds``/``y``: time stamps and values (or a DataFrame with ``ds``, ``y`` and, for
         panels, ``unique_id``; then ``y`` is omitted). Per point it is log sum_p w_p
         N(y | mu_p, sd_p^2) including observation noise, with the Jacobian of the normalisation
-        (and of the log under ``log_transform``), so it is a density of ``y`` itself. Returns
+        (and of the log or Box-Cox transform), so it is a density of ``y`` itself. Returns
         the sum (default) or the per-point values (``pointwise=True``). ``joint=True`` uses the
         particles' joint predictive over all points (full covariances) instead of the product
         of marginals.
@@ -946,10 +976,13 @@ class AutoGP:
         if y_obs.shape != t_new.shape:
             raise ValueError(f"ds and y differ in length: {t_new.size} and {y_obs.size}")
         s = fit.scaler
-        if s.log and np.any(y_obs <= 0):
-            raise DataError("log_predictive_density: log_transform needs positive values")
+        if s.transformed and np.any(y_obs <= 0):
+            raise DataError(
+                f"log_predictive_density: the model is fitted in {s.units} units, which need "
+                "positive values"
+            )
         z = s.forward_y(y_obs)
-        jac = -math.log(s.value_scale) - (np.log(y_obs) if s.log else 0.0)
+        jac = -math.log(s.value_scale) + boxcox_log_jacobian(y_obs, s.boxcox_lambda)
         if joint:
             mean, cov = fit._predictive(t_new, include_noise=True, full_cov=True)
             value = mixture_joint_logpdf(fit.log_weights, mean, cov, z)
@@ -1014,11 +1047,13 @@ class AutoGP:
         for fit in self._selected(unique_id):
             rows = table[table["unique_id"] == fit.unique_id]
             s = fit.series
-            unit = " in log units" if fit.scaler.log else ""
+            unit = f" in {fit.scaler.units} units" if fit.scaler.transformed else ""
             lines.append(
                 f"{fit.unique_id}: {s.n} observations, {s.axis.describe()}; "
                 f"{len(fit.noise)} particles, {len(rows)} distinct structures"
             )
+            if fit.scaler.transform_reason:
+                lines.append(f"  {fit.scaler.transform_reason}")
             for _, r in rows.head(top).iterrows():
                 lines.append(f"  {100 * r['weight']:5.1f}%  {r['reading']}")
                 lines.append(f"          {r['expression']}  (noise sd {r['noise_sd']:.4g}{unit})")
@@ -1042,9 +1077,10 @@ class AutoGP:
 
         Columns: ``unique_id``, ``ds``, ``y`` (observed, NaN in the future), the five
         components, ``fitted`` (their sum = the posterior mean of the latent function) and
-        ``residual`` (``y - fitted``). The series mean is included in ``trend``. Under
-        ``log_transform`` everything, ``y`` included, is in log units (components add in log
-        space, i.e. multiply in data units).
+        ``residual`` (``y - fitted``). The series mean is included in ``trend``. Under a
+        transform everything, ``y`` included, is in the transformed units (``attrs["units"]``:
+        "log" or "boxcox"; components add there, i.e. multiply in data units under log):
+        a sum of components has no meaning after a nonlinear map back.
         """
         parts = []
         for fit in self._selected(unique_id):
@@ -1103,9 +1139,7 @@ class AutoGP:
         df = pd.DataFrame({"unique_id": fit.unique_id, "ds": ds_new}, index=range(len(t_new)))
         observed = pd.Series(fit.series.y, index=fit.series.t)
         y_at = observed.reindex(t_new).to_numpy(dtype=np.float64)
-        if s.log:
-            y_at = np.log(y_at)
-        df["y"] = y_at
+        df["y"] = s.transform_y(y_at)
         fitted = np.zeros(len(t_new))
         for kind in _explain.COMPONENTS:
             values = s.value_scale * comps[kind]
@@ -1115,7 +1149,7 @@ class AutoGP:
             fitted = fitted + values
         df["fitted"] = fitted
         df["residual"] = df["y"] - fitted
-        df.attrs["units"] = "log" if s.log else "data"
+        df.attrs["units"] = s.units
         return df
 
     # -- persistence and plots ----------------------------------------------------------------

@@ -19,7 +19,8 @@ Layout (format version 1)::
           "n": 144,                   training observations
           "axis": {...},              TimeAxis.to_dict(): unit, origin, step, freq, ...
           "stamps": "datetime64[us]", how the exact time stamps are stored (or "float64")
-          "scaler": {...},            Scaler.to_dict(): time_offset/scale, value_offset/scale, log
+          "scaler": {...},            Scaler.to_dict(): time_offset/scale, value_offset/scale,
+                                      boxcox_lambda (0: log), transform_reason, log
           "log_marginal_likelihood": -12.3,
           "updates": 0,               online updates applied since the fit
           "history": {...},           the SMC's per-round diagnostics

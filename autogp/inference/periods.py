@@ -17,6 +17,7 @@ targets exactly the same posterior; it only finds the right period sooner.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -84,32 +85,49 @@ def candidate_periods(
     return np.log(1.0 / freqs[top]), weights
 
 
+#: Calendar seasons per series the proposal holds (hourly data: a day and a week).
+MAX_SEASONS = 2
+
+
+def _season_list(entry: float | Sequence[float] | None) -> list[float]:
+    if entry is None:
+        return []
+    if isinstance(entry, int | float | np.floating | np.integer):
+        return [float(entry)]
+    return [float(v) for v in entry]
+
+
 def proposal_arrays(
     xs: list[np.ndarray], ys: list[np.ndarray], *, num: int = 3,
-    seasonal_periods: list[float | None] | None = None,
+    seasonal_periods: list[float | Sequence[float] | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``[G, num + 1]`` log centres and log weights (``-inf`` where a series has fewer peaks).
+    """``[G, num + MAX_SEASONS]`` log centres and log weights (``-inf`` where a series has
+    fewer peaks or seasons).
 
-    The last column is the calendar season of the series' time axis when known
-    (``seasonal_periods[g]``, e.g. 12 months for monthly data, in the same units as ``x``): it
-    gets half the proposal's peak weight, because short noisy series often hide it from the
-    periodogram; the periodogram's peaks share the other half.
+    The last columns are the calendar seasons of the series' time axis when known
+    (``seasonal_periods[g]``: a period, a list of up to ``MAX_SEASONS`` periods or None, in the
+    same units as ``x``; e.g. 12 months for monthly data, 24 and 168 hours for hourly data):
+    together they get half the proposal's peak weight, shared equally, because short noisy
+    series often hide them from the periodogram; the periodogram's peaks share the other half.
+    Seasons longer than half the training span are left out (the data cannot show them).
     """
     G = len(xs)
-    centers = np.zeros((G, num + 1))
-    log_weights = np.full((G, num + 1), -np.inf)
+    width = num + MAX_SEASONS
+    centers = np.zeros((G, width))
+    log_weights = np.full((G, width), -np.inf)
     seasonal_periods = seasonal_periods or [None] * G
     for g, (x, y) in enumerate(zip(xs, ys, strict=True)):
         c, w = candidate_periods(x, y, num=num)
-        season = seasonal_periods[g]
         span = float(np.max(x) - np.min(x)) if len(x) else 0.0
-        has_season = season is not None and 0 < season <= span / 2
-        share = 0.5 if has_season and len(c) else 1.0
+        seasons = [p for p in _season_list(seasonal_periods[g]) if 0 < p <= span / 2]
+        seasons = seasons[:MAX_SEASONS]
+        share = 0.5 if seasons and len(c) else 1.0
         centers[g, : len(c)] = c
         log_weights[g, : len(c)] = np.log(w * share)
-        if has_season:
-            centers[g, num] = math.log(season)
-            log_weights[g, num] = math.log(1.0 - share) if len(c) else 0.0
+        for k, season in enumerate(seasons):
+            centers[g, num + k] = math.log(season)
+            rest = (1.0 - share) if len(c) else 1.0
+            log_weights[g, num + k] = math.log(rest / len(seasons))
     return centers, log_weights
 
 

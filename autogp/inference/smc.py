@@ -429,7 +429,8 @@ def padded_length(n: int) -> int:
 
 def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
               shuffle: bool = False, key: Array | None = None, period_peaks: int = 3,
-              seasonal_periods: Sequence[float | None] | None = None) -> Data:
+              seasonal_periods: Sequence[float | Sequence[float] | None] | None = None
+              ) -> Data:
     """Pad a list of series to a common length (padding is masked out forever) and find each
     series' periodogram peaks for the period proposal."""
     G = len(xs)
@@ -524,12 +525,12 @@ def run_smc_panel(
     callback: Callable[[int, int], None] | None = None,
     debug: bool = False,
     pad_to: int | None = None,
-    seasonal_periods: Sequence[float | None] | None = None,
+    seasonal_periods: Sequence[float | Sequence[float] | None] | None = None,
 ) -> list[SMCResult]:
     """Fit G series (normalised x in [0, 1], y standardised) in one compiled program.
 
-    ``seasonal_periods`` (normalised units, None where unknown) add each series' calendar
-    season to the period proposal."""
+    ``seasonal_periods`` (normalised units; per series a period, a list of periods, or None
+    where unknown) add each series' calendar seasons to the period proposal."""
     grammar = grammar_from_config(config)
     settings = SMCSettings.from_config(config)
     k_init, k_data, k_run = jax.random.split(key, 3)
@@ -563,15 +564,15 @@ def run_smc_panel(
 
 
 def run_smc(x, y, config, *, key: Array, callback=None, debug: bool = False,
-            seasonal_period: float | None = None) -> SMCResult:
+            seasonal_period: float | Sequence[float] | None = None) -> SMCResult:
     """Fit one series: normalised ``x`` (in [0, 1]) and standardised ``y``."""
     return run_smc_panel([np.asarray(x)], [np.asarray(y)], config, key=key,
                          callback=callback, debug=debug, seasonal_periods=[seasonal_period])[0]
 
 
 def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=None,
-               num_rounds: int | None = None, seasonal_period: float | None = None
-               ) -> SMCResult:
+               num_rounds: int | None = None,
+               seasonal_period: float | Sequence[float] | None = None) -> SMCResult:
     """Online update: continue a fitted particle set on more data (old points first).
 
     Reweights by the likelihood of the new points, resamples if needed and rejuvenates, over

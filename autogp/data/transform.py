@@ -1,0 +1,199 @@
+"""Variance-stabilising transforms: Box-Cox with lambda from the data (Guerrero's method).
+
+A series whose seasonal swing or noise grows with its level cannot be described by a stationary
+GP on the raw scale: the seasonal part of a sum of kernels has one amplitude. The Box-Cox
+transform ``z = (y^lam - 1) / lam`` (``log y`` at ``lam = 0``) makes such a swing constant.
+
+``lam`` is chosen by Guerrero's (1993) method, as in R's ``forecast::BoxCox.lambda``: cut the
+last ``k * m`` training values into ``k`` blocks of one season ``m`` (2 for series without one),
+and pick the ``lam`` in [-1, 2] that minimises the coefficient of variation of
+``sd_b / mean_b^(1 - lam)`` over the blocks: the power of the level that the spread follows.
+(``scipy.stats.boxcox_normmax`` is a different criterion, the most normal marginal distribution,
+which for a trending series measures the trend's shape, not how the spread grows.)
+
+``transform = "auto"`` then decides, leaning to no transform:
+
+* values not all positive, or fewer than three blocks: no transform;
+* no transform when the best lam hardly explains the spread better than ``lam = 1`` (the
+  criterion at ``lam = 1`` within ``NONE_RATIO`` of its minimum over [0, 1]);
+* otherwise log when lam is near 0 (the criterion at 0 within ``LOG_RATIO`` of the minimum, or
+  lam < 0, as negative powers bound the transformed scale and make upper quantiles explode), and
+  Box-Cox with the estimated lam in (0, 1) otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+#: Range of lambda searched by Guerrero's method (as R's forecast package).
+LAMBDA_RANGE = (-1.0, 2.0)
+#: "none" unless the criterion at lam = 1 exceeds its minimum over [0, 1] by this factor.
+NONE_RATIO = 1.25
+#: "log" when the criterion at lam = 0 is within this factor of that minimum.
+LOG_RATIO = 1.1
+#: Smallest value of lam * z + 1 in the inverse (its domain ends at 0 for lam != 0).
+_TINY = 1e-12
+#: Below this |lam| the transform is the log (the difference, ~lam (log y)^2 / 2, is rounding).
+_LOG_LIMIT = 1e-10
+
+
+def boxcox(y: np.ndarray, lam: float | None) -> np.ndarray:
+    """``(y^lam - 1) / lam``, ``log y`` at lam = 0, ``y`` itself when lam is None."""
+    y = np.asarray(y, dtype=np.float64)
+    if lam is None:
+        return y
+    if abs(lam) < _LOG_LIMIT:
+        return np.log(y)
+    return np.expm1(lam * np.log(y)) / lam
+
+
+def inv_boxcox(z: np.ndarray, lam: float | None) -> np.ndarray:
+    """The inverse: ``(lam z + 1)^(1/lam)``, ``exp z`` at lam = 0. Monotone increasing, so it
+    maps quantiles to quantiles. Outside the transform's range (``lam z + 1 <= 0``, reachable
+    by a Gaussian forecast for lam != 0) ``lam z + 1`` is clipped at a tiny positive value: the
+    values then go to 0 (lam > 0) or to a huge number (lam < 0), never NaN."""
+    z = np.asarray(z, dtype=np.float64)
+    if lam is None:
+        return z
+    with np.errstate(over="ignore"):
+        if abs(lam) < _LOG_LIMIT:
+            return np.exp(z)
+        return np.exp(np.log1p(np.maximum(lam * z, _TINY - 1.0)) / lam)
+
+
+def boxcox_log_jacobian(y: np.ndarray, lam: float | None) -> np.ndarray:
+    """``log dz/dy = (lam - 1) log y`` (0 without a transform): densities of z -> of y."""
+    y = np.asarray(y, dtype=np.float64)
+    if lam is None:
+        return np.zeros_like(y)
+    return (lam - 1.0) * np.log(y)
+
+
+def _blocks(y: np.ndarray, period: int) -> np.ndarray:
+    """The last ``k * period`` values as ``[k, period]`` blocks (R's ``guer.cv``)."""
+    k = len(y) // period
+    return y[len(y) - k * period :].reshape(k, period)
+
+
+def guerrero_cv(y: np.ndarray, lam: float, period: int) -> float:
+    """Guerrero's criterion: the coefficient of variation over blocks of
+    ``sd_b / mean_b^(1 - lam)`` (sample sd with ddof 1, as R)."""
+    x = _blocks(np.asarray(y, dtype=np.float64), max(2, int(period)))
+    ratio = np.std(x, axis=1, ddof=1) / np.mean(x, axis=1) ** (1.0 - lam)
+    mean = float(np.mean(ratio))
+    return float(np.std(ratio, ddof=1) / mean) if mean > 0 else float("inf")
+
+
+def guerrero_lambda(
+    y: np.ndarray, period: int, bounds: tuple[float, float] = LAMBDA_RANGE
+) -> float:
+    """The lam in ``bounds`` minimising :func:`guerrero_cv` (positive ``y``, >= 2 blocks):
+    a grid of 61 points, then a bounded Brent search around the best one."""
+    grid = np.linspace(bounds[0], bounds[1], 61)
+    values = np.array([guerrero_cv(y, lam, period) for lam in grid])
+    best = int(np.argmin(values))
+    lo = grid[max(best - 1, 0)]
+    hi = grid[min(best + 1, len(grid) - 1)]
+    res = minimize_scalar(lambda v: guerrero_cv(y, v, period), bounds=(lo, hi), method="bounded",
+                          options={"xatol": 1e-6})
+    return float(res.x) if res.fun <= values[best] else float(grid[best])
+
+
+class TransformChoice(NamedTuple):
+    """The chosen transform: ``lam`` (None: no transform, 0: log) and the reason in words."""
+
+    lam: float | None
+    reason: str
+
+
+def choose_transform(
+    y: np.ndarray, period: int, mode: str = "auto", lam: float | None = None
+) -> TransformChoice:
+    """The transform of training values ``y`` under ``mode`` ("auto", "none", "log", "boxcox").
+
+    ``period`` is the season in steps (1 or less when there is none: blocks of 2). For
+    "boxcox", ``lam`` fixes lambda; unset, it is Guerrero's estimate. "log" and "boxcox" need
+    positive values (a ``ValueError`` names the first bad one); "auto" never transforms a series
+    with zeros or negative values.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if mode == "none":
+        return TransformChoice(None, "fitted in data units (transform = 'none')")
+    positive = bool(np.all(y > 0))
+    if mode in ("log", "boxcox") and not positive:
+        bad = y[y <= 0]
+        raise ValueError(
+            f"y: transform = {mode!r} needs positive values, but {bad.size} are <= 0 "
+            f"(e.g. {bad[0]!r}); use transform = 'none' or shift the series"
+        )
+    if mode == "log":
+        return TransformChoice(0.0, "fitted in log units (transform = 'log')")
+    block = max(2, int(period))
+    if mode == "boxcox":
+        if lam is not None:
+            return TransformChoice(float(lam), f"fitted in Box-Cox units, lambda = {lam:.3g} "
+                                               "(transform = 'boxcox', lambda given)")
+        if len(y) // block < 2:
+            raise ValueError(f"y: estimating the Box-Cox lambda needs at least two blocks of "
+                             f"{block} values, got {len(y)} values; set data.boxcox_lambda")
+        est = guerrero_lambda(y, block)
+        return TransformChoice(est, f"fitted in Box-Cox units, lambda = {est:.3g} "
+                                    "(Guerrero's estimate)")
+    if mode != "auto":
+        raise ValueError(f"transform must be 'auto', 'none', 'log' or 'boxcox', got {mode!r}")
+    if not positive:
+        return TransformChoice(None, "fitted in data units: the series has values <= 0")
+    if len(y) // block < 3 or np.ptp(y) == 0:
+        return TransformChoice(None, "fitted in data units: too few values to tell whether the "
+                                     "spread grows with the level")
+    est = guerrero_lambda(y, block)
+    best = min(max(est, 0.0), 1.0)
+    cv_best = guerrero_cv(y, best, block)
+    cv_none = guerrero_cv(y, 1.0, block)
+    cv_log = guerrero_cv(y, 0.0, block)
+    what = "seasonal swing" if period > 1 else "spread"
+    if not cv_none > NONE_RATIO * cv_best:
+        return TransformChoice(None, f"fitted in data units: the {what} does not grow clearly "
+                                     f"with the level (Guerrero lambda = {est:.2f})")
+    if est <= 0.0 or cv_log <= LOG_RATIO * cv_best:
+        return TransformChoice(0.0, f"fitted in log units: the {what} grows with the level "
+                                    f"(Guerrero lambda = {est:.2f})")
+    return TransformChoice(best, f"fitted in Box-Cox units (lambda = {best:.2f}): the {what} "
+                                 f"grows with the level, less than proportionally")
+
+
+
+
+def inverse_mean(mu: np.ndarray, sd: np.ndarray, lam: float | None, nodes: int = 40) -> np.ndarray:
+    """``E[inv_boxcox(Z)]`` for ``Z ~ N(mu, sd^2)`` elementwise: the mean in data units of a
+    Gaussian forecast in transformed units. Closed form for none (``mu``) and log
+    (``exp(mu + sd^2 / 2)``); for other lambdas no closed form exists and the expectation is
+    taken by Gauss-Hermite quadrature with ``nodes`` nodes (exact for polynomials of degree up to
+    ``2 nodes - 1``, so for lam = 1/k with k < nodes; the transformed range's edge is handled by
+    the clipping of :func:`inv_boxcox`)."""
+    mu = np.asarray(mu, dtype=np.float64)
+    sd = np.asarray(sd, dtype=np.float64)
+    if lam is None:
+        return mu + 0.0 * sd
+    if lam == 0.0:
+        return np.exp(mu + 0.5 * sd**2)
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    values = inv_boxcox(mu[..., None] + sd[..., None] * x, lam)
+    return values @ w
+
+
+__all__ = [
+    "LAMBDA_RANGE",
+    "TransformChoice",
+    "boxcox",
+    "boxcox_log_jacobian",
+    "choose_transform",
+    "guerrero_cv",
+    "guerrero_lambda",
+    "inv_boxcox",
+    "inverse_mean",
+]

@@ -1,0 +1,65 @@
+"""Smoke test of scripts/choose_defaults.py: two short series, a tiny model, one origin; the
+table's values are recomputed here from the data file with plain numpy formulas."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PANEL = ROOT / "benchmarks" / "data" / "dev_panel.csv.gz"
+_spec = importlib.util.spec_from_file_location("choose_defaults",
+                                               ROOT / "scripts" / "choose_defaults.py")
+choose_defaults = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(choose_defaults)
+main, training_windows = choose_defaults.main, choose_defaults.training_windows
+SEASON = {"YS": 1, "QS": 4, "MS": 12, "W": 52, "D": 7, "B": 5}
+
+
+def test_windows_stay_inside_the_training_part():
+    # 40 training values, horizon 6, 3 origins: cutoffs 34, 28, 22; 10 needed to fit.
+    assert training_windows(40, 6, 3, 10) == [(34, 1), (28, 2), (22, 3)]
+    assert training_windows(40, 6, 3, 25) == [(34, 1), (28, 2)]
+    for cutoff, _ in training_windows(100, 18, 4, 12):
+        assert cutoff + 18 <= 100
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("choose")
+    summary = main(["--tiny", "--workers", "1", "--out", str(out)])
+    return summary, pd.read_csv(out / "windows.csv"), out
+
+
+def test_table_values_match_independent_recomputation(run):
+    summary, windows, out = run
+    assert set(windows["candidate"]) == {"defaults", "transform=none"}
+    assert (out / "summary.md").read_text().count("|") > 10
+    panel = pd.read_csv(PANEL)
+    for _, row in windows.iterrows():
+        g = panel[(panel["unique_id"] == row["unique_id"]) & (panel["split"] == "train")]
+        y_all = g["y"].dropna().to_numpy(dtype=float)
+        cutoff, h = int(row["cutoff"]), int(row["h"])
+        assert cutoff + h <= y_all.size  # the window's targets are training values
+        y_train, y = y_all[:cutoff], y_all[cutoff : cutoff + h]
+        np.testing.assert_allclose(json.loads(row["y"]), y)
+        m = SEASON[g["freq"].iloc[0]]
+        assert row["season"] == m
+        median = np.asarray(json.loads(row["median"]))
+        scale = np.mean(np.abs(y_train[m:] - y_train[:-m]))
+        assert row["mase_median"] == pytest.approx(np.mean(np.abs(y - median)) / scale)
+        lo, hi = np.asarray(json.loads(row["lo_95"])), np.asarray(json.loads(row["hi_95"]))
+        assert row["coverage_95"] == pytest.approx(np.mean((lo <= y) & (y <= hi)))
+        quantiles = {float(k): np.asarray(v) for k, v in json.loads(row["quantiles"]).items()}
+        pinball = [np.mean(np.where(y >= q, tau * (y - q), (1 - tau) * (q - y)))
+                   for tau, q in quantiles.items()]
+        assert row["scaled_crps"] == pytest.approx(2 * np.mean(pinball) / np.mean(np.abs(y)))
+    for _, s in summary.iterrows():
+        rows = windows[windows["candidate"] == s["candidate"]]
+        assert s["mase_median"] == pytest.approx(rows["mase_median"].mean())
+        assert s["coverage_95"] == pytest.approx(rows["coverage_95"].mean())
