@@ -384,6 +384,15 @@ class SMCConfig:
         "0: one per available core for a panel, 1 for a single series",
         "int", lo=0, hi=256,
     )
+    backend: str = _key(
+        "local",
+        "where a panel's series are fitted: this machine's processes or a Dask cluster",
+        "choice", choices=("local", "dask"),
+    )
+    scheduler: str | None = _key(
+        None, "Dask scheduler address, e.g. tcp://host:8786 (unset: a LocalCluster of "
+        "'workers' workers)", "str", optional=True,
+    )
     period_spread: float = _key(
         0.05, "spread (sd of the log period) of the proposal around each peak", "float",
         lo=1e-4, hi=2.0,

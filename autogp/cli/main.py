@@ -17,11 +17,13 @@ a half-written output behind. Bad input (data, configuration, model files) ends 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -82,6 +84,11 @@ def cli_command(fn: F) -> F:
         except FileNotFoundError as exc:
             _err().print(f"error: {exc}", markup=False)
             raise typer.Exit(code=2) from None
+        except KeyboardInterrupt:
+            _err().print("error: interrupted (series finished before the stop are kept when "
+                         "the run was started with --resume; rerun with it to continue)",
+                         markup=False)
+            raise typer.Exit(code=130) from None
         finally:
             warnings.formatwarning = old
 
@@ -138,6 +145,31 @@ def enable_compilation_cache() -> Path | None:
         float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
     )
     return Path(where)
+
+
+@contextlib.contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C while fitting: workers are ended and finished chunks kept."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _report_errors(console: Console, errors: dict[str, str]) -> None:
+    if errors:
+        names = ", ".join(repr(u) for u in list(errors)[:10]) + (" ..." if len(errors) > 10 else "")
+        _note(console, f"{len(errors)} series could not be fitted and are not in the forecast: "
+              f"{names}")
 
 
 # ---- output helpers --------------------------------------------------------------------------
@@ -225,6 +257,18 @@ def fit(
         typer.Option(help="Processes fitting a panel's series in parallel (0: one per core, "
                      "the default).", min=0),
     ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Where a panel is fitted: local (default) or dask.")
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
+                     "cluster of --workers workers)."),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(help="Folder keeping finished series; a rerun with it skips them."),
+    ] = None,
     time_col: Annotated[str | None, typer.Option(help="Time column (default ds).")] = None,
     target_col: Annotated[str | None, typer.Option(help="Value column (default y).")] = None,
     id_col: Annotated[str | None, typer.Option(help="Series-id column of a panel.")] = None,
@@ -266,6 +310,10 @@ def fit(
         overrides["forecast.horizon"] = horizon
     if workers is not None:
         overrides["smc.workers"] = workers
+    if backend is not None:
+        overrides["smc.backend"] = backend
+    if scheduler is not None:
+        overrides["smc.scheduler"] = scheduler
     model = AutoGP(
         config,
         seed=seed,
@@ -275,7 +323,9 @@ def fit(
         progress=not quiet,
     )
     started = time.perf_counter()
-    model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col)
+    with stop_on_sigterm():
+        model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col, resume=resume)
+    _report_errors(err, model.errors)
     if not quiet:
         n = sum(model.series(u).n for u in model.unique_ids)
         _note(
@@ -391,6 +441,19 @@ def run(
         int | None,
         typer.Option(help="Processes fitting series in parallel (0: one per core).", min=0),
     ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Where the series are fitted: local (default) or dask.")
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
+                     "cluster of --workers workers)."),
+    ] = None,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Keep finished series in OUTPUT_DIR/resume as they "
+                     "complete, and skip those already there."),
+    ] = False,
     baselines: Annotated[
         bool,
         typer.Option(
@@ -417,16 +480,22 @@ def run(
         overrides["output.dir"] = str(output_dir)
     if workers is not None:
         overrides["smc.workers"] = workers
-    run_experiment(
-        config_path,
-        overrides=overrides,
-        limit=limit,
-        baselines=baselines,
-        holdout=holdout,
-        quiet=quiet,
-        out=_out(),
-        err=_err(),
-    )
+    if backend is not None:
+        overrides["smc.backend"] = backend
+    if scheduler is not None:
+        overrides["smc.scheduler"] = scheduler
+    with stop_on_sigterm():
+        run_experiment(
+            config_path,
+            overrides=overrides,
+            resume=resume,
+            limit=limit,
+            baselines=baselines,
+            holdout=holdout,
+            quiet=quiet,
+            out=_out(),
+            err=_err(),
+        )
 
 
 def entry() -> None:  # pragma: no cover - console-script shim

@@ -29,10 +29,11 @@ from rich.console import Console
 from rich.table import Table
 
 from autogp.config import Config, ConfigError, load_config
-from autogp.data import DataError, TimeSeries, read_csv
+from autogp.data import DataError, TimeSeries, from_frame, read_csv
 from autogp.forecast.atomic import atomic_write, atomic_write_text
 from autogp.forecast.metrics import coverage, mase, seasonality, smape
-from autogp.forecast.model import MODEL_NAME, AutoGP, _fmt_level, resolve_workers
+from autogp.forecast.model import MODEL_NAME, AutoGP, _fmt_level
+from autogp.parallel import read_series_tolerant, resolve_workers
 
 SUPPORTED_METRICS = ("smape", "mase", "coverage", "lpd")
 
@@ -163,10 +164,17 @@ def run_experiment(
     baselines: bool = False,
     holdout: int | None = None,
     quiet: bool = False,
+    resume: bool = False,
     out: Console | None = None,
     err: Console | None = None,
 ) -> dict[str, Any]:
-    """Run the experiment of ``config_path``; returns the summary that is also written."""
+    """Run the experiment of ``config_path``; returns the summary that is also written.
+
+    ``resume``: keep each finished chunk of series in ``<output.dir>/resume`` as it completes
+    and load the series already there instead of fitting them again (the outputs are the same
+    as those of an uninterrupted run). Series that cannot be read or fitted are listed in
+    ``errors.csv`` (``unique_id``, ``error``) and every other series is still forecast.
+    """
     out = out or Console()
     err = err or Console(stderr=True)
     config_path = Path(config_path)
@@ -179,8 +187,9 @@ def run_experiment(
             key="experiment.metrics",
         )
     data_path = resolve_data_path(config, config_path)
-    loaded = read_csv(data_path, **config.data.read_kwargs())
-    all_series = loaded if isinstance(loaded, list) else [loaded]
+    all_series, read_errors = read_series_tolerant(
+        _reader(config), data_path, config.data.id_col, sep=config.data.sep
+    )
     if config.data.freq_col is not None:
         all_series = apply_freq_column(all_series, data_path, config)
     if limit is not None:
@@ -196,12 +205,22 @@ def run_experiment(
             markup=False,
         )
     started = time.perf_counter()
-    model = AutoGP(config, progress=not quiet).fit([train for train, _ in pairs])
+    resume_dir = Path(config.output.dir) / "resume" if resume else None
+    model = AutoGP(config, progress=not quiet).fit([train for train, _ in pairs],
+                                                    resume=resume_dir)
     fit_seconds = time.perf_counter() - started
+    errors = {**read_errors, **model.errors}
+    if errors and not quiet:
+        for uid, message in read_errors.items():
+            err.print(f"warning: series {uid!r} was not read: {message}", markup=False)
+        err.print(f"{len(errors)} series could not be fitted (listed in errors.csv)",
+                  markup=False)
     levels = sorted(set(config.forecast.levels))
     frames, rows = [], []
     for train, test in pairs:
         uid = train.unique_id
+        if uid not in model.fits:
+            continue
         if test is not None:
             fc = model.predict(test.ds, level=levels, unique_id=uid)
             fc["y"] = test.y
@@ -223,6 +242,7 @@ def run_experiment(
         "command": "autogp " + " ".join(sys.argv[1:]) if sys.argv[1:] else str(config_path),
         "series": len(pairs),
         "scored_series": len(rows),
+        "failed_series": len(errors),
         "particles": config.smc.num_particles,
         "workers": min(resolve_workers(config.smc.workers), len(pairs)),
         "seed": config.seed,
@@ -245,9 +265,23 @@ def run_experiment(
         seasons = {t.unique_id: seasonality(t.axis) for t, _ in pairs}
         summary["comparison"] = _comparison(scored, baseline_fc, train_frame, levels, seasons)
     _write_outputs(config, model, forecast, metrics, summary, quiet, err,
-                   train=train_frame, baselines=baseline_fc)
+                   train=train_frame, baselines=baseline_fc, errors=errors)
     _print_summary(out, summary)
     return summary
+
+
+def _reader(config: Config) -> Any:
+    """Read a CSV path or (one series' rows of) a frame with the config's ``[data]`` settings."""
+    kwargs = config.data.read_kwargs()
+
+    def read(source: Any) -> list[TimeSeries]:
+        if isinstance(source, pd.DataFrame):
+            res = from_frame(source, **{k: v for k, v in kwargs.items() if k != "sep"})
+        else:
+            res = read_csv(source, **kwargs)
+        return res if isinstance(res, list) else [res]
+
+    return read
 
 
 def _machine() -> str:
@@ -328,10 +362,16 @@ def _write_outputs(
     *,
     train: pd.DataFrame | None = None,
     baselines: pd.DataFrame | None = None,
+    errors: dict[str, str] | None = None,
 ) -> None:
     o = config.output
     directory = Path(o.dir)
     written = []
+    if errors:
+        table = pd.DataFrame({"unique_id": list(errors), "error": list(errors.values())})
+        p = directory / "errors.csv"
+        atomic_write(p, lambda fh: table.to_csv(fh, index=False))
+        written.append(p)
     if train is not None:
         p = directory / "train.csv"
         atomic_write(p, lambda fh: train.to_csv(fh, index=False))

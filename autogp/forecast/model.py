@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -31,7 +30,7 @@ import pandas as pd
 from jax.scipy.linalg import cho_solve
 from scipy.special import ndtri
 
-from autogp._x64 import with_x64, x64
+from autogp._x64 import with_x64
 from autogp.config import Config, load_config
 from autogp.data import DataError, Scaler, TimeSeries, from_arrays, from_frame, read_csv
 from autogp.data.errors import AutoGPDataWarning
@@ -278,46 +277,6 @@ def _as_stamps(series: TimeSeries, ds: Any) -> tuple[np.ndarray, pd.Index]:
     return series.axis.us_to_numeric(us), pd.DatetimeIndex(us.astype("datetime64[us]"))
 
 
-def _progress(enabled: bool):
-    """A rich progress bar on stderr, or a no-op."""
-    if not enabled:
-        return _NoProgress()
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
-
-
-class _NoProgress:
-    def __enter__(self) -> _NoProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def add_task(self, *args: Any, **kwargs: Any) -> int:
-        return 0
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def remove_task(self, *args: Any) -> None:
-        return None
-
-
 def _scaler(series: TimeSeries, config: Config) -> Scaler:
     """The normalisation of one series under ``config.data`` (transform, centring). The
     transform is chosen from the training values alone (``data.transform``)."""
@@ -348,64 +307,36 @@ def _seasonal_period(series: TimeSeries, scaler: Scaler) -> list[float] | None:
     return [float(p / scaler.time_scale) for p in periods]
 
 
-# ---- parallel panel fits -----------------------------------------------------------------------
-# One process per core: the compiled SMC round is a chain of small dependent computations that
-# one core runs about as fast as two, so a panel scales by fitting different series at once.
-# Each series' key comes from the seed and its id, so results do not depend on the workers.
-_SINGLE_THREAD_ENV = {
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-}
+def fit_series_posterior(
+    series: TimeSeries,
+    config: Config,
+    *,
+    panel: bool,
+    callback: Callable[[int, int], None] | None = None,
+) -> SeriesFit:
+    """Run the SMC on one series under ``config`` and return its particle posterior.
 
+    The key comes from ``config.seed`` and, in a panel, the series id (never its position), so
+    the result does not depend on which other series are fitted, in what order or where.
+    """
+    from autogp.inference import smc
 
-def _fit_chunk(config_dict: dict[str, Any], series: list[TimeSeries]) -> dict[str, SeriesFit]:
-    """Worker: fit ``series`` one after another (panel keys) and return their fits."""
-    from autogp.inference.smc import run_smc
-
-    model = AutoGP(config_dict, progress=False)
-    with x64():
-        return {s.unique_id: model._fit_one(s, True, run_smc) for s in series}
-
-
-def _fit_in_processes(
-    config: Config, all_series: list[TimeSeries], workers: int, advance: Callable[[int], None]
-) -> dict[str, SeriesFit]:
-    """Fit the series of a panel in ``workers`` spawned processes (small chunks, so the
-    progress bar moves and the cores stay busy to the end)."""
-    import concurrent.futures
-    import multiprocessing
-
-    size = max(1, min(8, len(all_series) // (4 * workers)))
-    chunks = [all_series[i : i + size] for i in range(0, len(all_series), size)]
-    saved = {k: os.environ.get(k) for k in _SINGLE_THREAD_ENV}
-    os.environ.update(_SINGLE_THREAD_ENV)  # inherited by the spawned workers
-    fits: dict[str, SeriesFit] = {}
-    try:
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-            pending = [pool.submit(_fit_chunk, config.to_dict(), chunk) for chunk in chunks]
-            for done in concurrent.futures.as_completed(pending):
-                result = done.result()
-                fits.update(result)
-                advance(len(result))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return fits
-
-
-def resolve_workers(configured: int) -> int:
-    """``smc.workers``, with 0 (the default) read as the number of cores this process may use."""
-    if configured > 0:
-        return configured
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    scaler = _scaler(series, config)
+    x = scaler.forward_t(series.t)
+    y = scaler.forward_y(series.y)
+    key = _series_key(config.seed, series.unique_id, panel)
+    result = smc.run_smc(x, y, config, key=key, callback=callback,
+                         seasonal_period=_seasonal_period(series, scaler))
+    return SeriesFit(
+        series=series,
+        scaler=scaler,
+        ops=np.asarray(result.ops, dtype=np.int32),
+        params=np.asarray(result.params, dtype=np.float64),
+        noise=np.asarray(result.noise, dtype=np.float64),
+        log_weights=np.asarray(result.log_weights, dtype=np.float64),
+        log_marginal_likelihood=float(result.log_marginal_likelihood),
+        history={k: list(v) for k, v in dict(result.history).items()},
+    )
 
 
 # ---- the model -------------------------------------------------------------------------------
@@ -457,6 +388,8 @@ class AutoGP:
         self.config: Config = load_config(config, extra)
         self.progress = progress
         self._fits: dict[str, SeriesFit] = {}
+        # Series of the last panel fit that could not be fitted: id -> message.
+        self.errors: dict[str, str] = {}
 
     # -- basics -------------------------------------------------------------------------------
     @property
@@ -574,71 +507,94 @@ class AutoGP:
         time_col: str | None = None,
         target_col: str | None = None,
         id_col: str | None = None,
+        backend: str | None = None,
+        scheduler: str | None = None,
+        client: Any = None,
+        resume: str | Path | None = None,
+        on_chunk: Callable[[list[str]], None] | None = None,
     ) -> AutoGP:
         """Fit the model to one series or a panel.
 
         Args:
             data: a DataFrame with a time column (``ds``: dates or numbers), a value column
                 (``y``) and, for a panel, an id column (``unique_id`` is picked up
-                automatically); or a ``(t, y)`` pair of arrays; or a CSV path; or
-                :class:`TimeSeries` objects. Rows marked as test by ``data.split_col`` are
-                left out.
+                automatically); or a Dask DataFrame of such rows; or a ``(t, y)`` pair of
+                arrays; or a CSV path; or :class:`TimeSeries` objects. Rows marked as test by
+                ``data.split_col`` are left out.
             time_col, target_col, id_col: column names (default: the config's ``[data]``).
+            backend: where a panel's series are fitted: ``"local"`` (``smc.workers``
+                processes of this machine) or ``"dask"`` (a ``dask.distributed`` cluster);
+                default ``smc.backend``.
+            scheduler: the Dask scheduler's address (default ``smc.scheduler``; unset: a
+                ``LocalCluster`` of ``smc.workers`` single-threaded workers).
+            client: a ``dask.distributed.Client`` to use instead (implies ``backend="dask"``).
+            resume: a folder where each finished chunk of series is written as it completes;
+                series already there (from an interrupted run with the same settings) are
+                loaded instead of fitted again.
+            on_chunk: called with the ids of each chunk once it is finished (and saved).
 
-        Series of a panel are fitted one after another (a progress bar on stderr); each gets
-        its own random key derived from the seed and its id, so a series' fit does not depend
-        on the other series. Returns ``self``.
+        Each series gets its own random key derived from the seed and its id, so a series' fit
+        does not depend on the other series, the backend or the workers. In a panel, a series
+        that cannot be fitted is reported (a warning naming it; :attr:`errors`) and left out,
+        and every other series is still fitted. Returns ``self``.
         """
-        from autogp.inference.smc import run_smc
+        from autogp import parallel
 
-        all_series = self._read(data, time_col, target_col, id_col)
-        panel = len(all_series) > 1
+        d = self.config.data
+        id_name = id_col if id_col is not None else d.id_col
+        if parallel.is_dask_frame(data):
+            id_name = id_name or ("unique_id" if "unique_id" in data.columns else None)
+            wanted = [time_col or d.time_col, target_col or d.target_col, id_name, d.split_col]
+            data = parallel.dask_to_pandas(data, [c for c in wanted if c is not None])
+        if id_name is None and isinstance(data, pd.DataFrame) and "unique_id" in data.columns:
+            id_name = "unique_id"
+        all_series, read_errors = parallel.read_series_tolerant(
+            lambda part: self._read(part, time_col, target_col, id_col), data, id_name, sep=d.sep
+        )
+        panel = len(all_series) + len(read_errors) > 1
         show = self.progress if self.progress is not None else panel
-        fits: dict[str, SeriesFit] = {}
-        workers = min(resolve_workers(self.config.smc.workers), len(all_series))
-        with _progress(show) as bar:
-            overall = bar.add_task("series", total=len(all_series)) if panel else None
-            if workers > 1:
-                fits = _fit_in_processes(self.config, all_series, workers,
-                                         lambda n: bar.update(overall, advance=n))
-                self._fits = {s.unique_id: fits[s.unique_id] for s in all_series}
-                return self
-            for series in all_series:
-                rounds = bar.add_task(f"{series.unique_id}: SMC rounds", total=None)
-
-                def callback(done: int, total: int, task: Any = rounds) -> None:
-                    bar.update(task, completed=done, total=total)
-
-                fits[series.unique_id] = self._fit_one(series, panel, run_smc, callback)
-                if panel:
-                    bar.remove_task(rounds)
-                    bar.update(overall, advance=1)
-        self._fits = fits
+        result = parallel.fit_panel(
+            self.config,
+            all_series,
+            panel=panel,
+            backend=backend,
+            scheduler=scheduler,
+            client=client,
+            resume=resume,
+            on_chunk=on_chunk,
+            progress=show,
+        )
+        errors = {**read_errors, **result.errors}
+        order = [s.unique_id for s in all_series]
+        self._fits = {u: result.fits[u] for u in order if u in result.fits}
+        self.errors = {u: errors[u] for u in [*read_errors, *order] if u in errors}
+        for uid, message in self.errors.items():
+            warnings.warn(f"series {uid!r} was not fitted: {message}", AutoGPDataWarning,
+                          stacklevel=3)
+        if not self._fits:
+            first = next(iter(self.errors.items()), ("?", "no series"))
+            raise DataError(f"no series could be fitted; series {first[0]!r}: {first[1]}")
         return self
 
     def _fit_one(
         self,
         series: TimeSeries,
         panel: bool,
-        run_smc: Callable[..., Any],
         callback: Callable[[int, int], None] | None = None,
     ) -> SeriesFit:
-        scaler = _scaler(series, self.config)
-        x = scaler.forward_t(series.t)
-        y = scaler.forward_y(series.y)
-        key = _series_key(self.seed, series.unique_id, panel)
-        result = run_smc(x, y, self.config, key=key, callback=callback,
-                         seasonal_period=_seasonal_period(series, scaler))
-        return SeriesFit(
-            series=series,
-            scaler=scaler,
-            ops=np.asarray(result.ops, dtype=np.int32),
-            params=np.asarray(result.params, dtype=np.float64),
-            noise=np.asarray(result.noise, dtype=np.float64),
-            log_weights=np.asarray(result.log_weights, dtype=np.float64),
-            log_marginal_likelihood=float(result.log_marginal_likelihood),
-            history={k: list(v) for k, v in dict(result.history).items()},
-        )
+        return fit_series_posterior(series, self.config, panel=panel, callback=callback)
+
+    @classmethod
+    def from_fits(
+        cls,
+        fits: Iterable[SeriesFit],
+        config: Config | str | Path | Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> AutoGP:
+        """A model holding already fitted series (e.g. from a distributed or resumed run)."""
+        model = cls(config, **kwargs)
+        model._fits = {fit.unique_id: fit for fit in fits}
+        return model
 
     @classmethod
     @with_x64

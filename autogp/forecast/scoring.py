@@ -306,8 +306,7 @@ def boxcox_mixture_crps(
 
     def cdf(t):
         z = boxcox(np.exp(t), lam)
-        with x64():
-            phi = np.asarray(ndtr(jnp.asarray((z[:, None, :] - mu[None]) / sd[None])))
+        phi = ndtr((z[:, None, :] - mu[None]) / sd[None])
         return np.einsum("p,gpm->gm", w, phi)
 
     start = np.minimum(t_lo, t_y)

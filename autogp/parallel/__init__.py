@@ -1,0 +1,35 @@
+"""Fitting panels on several cores or machines: the per-series unit of work
+(:mod:`~autogp.parallel.work`), the ``local`` and ``dask`` backends, resumable runs
+(:mod:`~autogp.parallel.resume`) and the driver :func:`fit_panel`."""
+
+from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
+from autogp.parallel.panel import BACKENDS, PanelFit, fit_panel, progress_bar, resolve_workers
+from autogp.parallel.resume import ResumeStore
+from autogp.parallel.work import (
+    SINGLE_THREAD_ENV,
+    SeriesError,
+    SeriesOutputs,
+    chunk_series,
+    fit_chunk,
+    fit_series,
+    series_outputs,
+)
+
+__all__ = [
+    "BACKENDS",
+    "SINGLE_THREAD_ENV",
+    "PanelFit",
+    "ResumeStore",
+    "SeriesError",
+    "SeriesOutputs",
+    "chunk_series",
+    "dask_to_pandas",
+    "fit_chunk",
+    "fit_panel",
+    "fit_series",
+    "is_dask_frame",
+    "progress_bar",
+    "read_series_tolerant",
+    "resolve_workers",
+    "series_outputs",
+]

@@ -1,0 +1,131 @@
+"""The ``dask`` backend: a panel's chunks as tasks on a ``dask.distributed`` cluster.
+
+One task per chunk of series. Without a scheduler address (and no client) a ``LocalCluster``
+of ``workers`` single-threaded worker processes is started for the run and closed after it.
+Every worker runs XLA single-threaded and keeps its own JAX compilation cache
+(:class:`AutoGPWorkerSetup`). A task whose worker dies is rerun elsewhere by the scheduler and a
+task that raises is retried (``retries``); results are collected by chunk, so no series is lost
+or counted twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import distributed
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from autogp.config import ConfigError
+from autogp.data import TimeSeries
+from autogp.parallel.work import SINGLE_THREAD_ENV, fit_chunk
+
+
+def worker_cache_dir(worker_name: str) -> Path | None:
+    """The JAX compilation cache of one worker: ``$AUTOGP_CACHE_DIR`` (default
+    ``~/.cache/autogp/jax``) / ``dask-worker-<name>``; None when the cache is off."""
+    base = os.environ.get("AUTOGP_CACHE_DIR")
+    if base is not None and base.lower() in ("off", "0", "none", ""):
+        return None
+    if base is None:
+        home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(home, "autogp", "jax")
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(worker_name)).strip("_") or "worker"
+    return Path(base) / f"dask-worker-{safe}"
+
+
+class AutoGPWorkerSetup(WorkerPlugin):
+    """A Dask worker plugin: single-threaded XLA and a per-worker JAX compilation cache.
+
+    Runs when a worker joins (or when registered), before autogp's first computation there;
+    the environment variables take effect when JAX starts its CPU backend in that process.
+    """
+
+    name = "autogp-worker-setup"
+
+    def setup(self, worker: Any) -> None:
+        os.environ.update(SINGLE_THREAD_ENV)
+        where = worker_cache_dir(worker.name)
+        if where is None:
+            return
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return  # read-only home: run without the cache
+        import jax
+
+        jax.config.update("jax_compilation_cache_dir", str(where))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+def start_local_cluster(workers: int) -> Any:
+    """A ``LocalCluster`` of ``workers`` single-threaded worker processes (XLA single-threaded
+    from the start through the workers' environment)."""
+    return distributed.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        env=dict(SINGLE_THREAD_ENV),
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+
+
+def run_dask(
+    chunks: Sequence[Sequence[TimeSeries]],
+    config: Mapping[str, Any],
+    *,
+    panel: bool,
+    workers: int,
+    scheduler: str | None = None,
+    client: Any = None,
+    task: Callable[..., list[Any]] = fit_chunk,
+    retries: int = 3,
+) -> Iterator[tuple[int, list[Any]]]:
+    """Run ``task(chunk, config, panel)`` for every chunk on a Dask cluster and yield
+    ``(chunk index, results)`` as chunks finish.
+
+    ``client``: a ``dask.distributed.Client`` to use (left open); otherwise one is made for
+    ``scheduler`` (an address such as ``tcp://host:8786``) or for a new ``LocalCluster`` of
+    ``workers`` workers, and closed at the end. Stopping early cancels the chunks not done.
+    """
+    own: list[Any] = []
+    try:
+        if client is None:
+            if scheduler:
+                try:
+                    client = distributed.Client(scheduler, timeout="30s")
+                except OSError as exc:
+                    raise ConfigError(
+                        f"cannot reach the Dask scheduler at {scheduler!r} ({exc})",
+                        key="smc.scheduler",
+                    ) from None
+            else:
+                cluster = start_local_cluster(workers)
+                own.append(cluster)
+                client = distributed.Client(cluster)
+            own.insert(0, client)
+        client.register_plugin(AutoGPWorkerSetup(), name=AutoGPWorkerSetup.name)
+        run = uuid.uuid4().hex[:12]
+        futures = {
+            client.submit(task, list(chunk), dict(config), panel, retries=retries,
+                          key=f"autogp-chunk-{run}-{i}", pure=False): i
+            for i, chunk in enumerate(chunks)
+        }
+        try:
+            for future in distributed.as_completed(list(futures)):
+                yield futures[future], future.result()
+                future.release()
+        finally:
+            client.cancel(list(futures))
+    finally:
+        for thing in own:
+            thing.close()
+
+
+__all__ = ["AutoGPWorkerSetup", "run_dask", "start_local_cluster", "worker_cache_dir"]

@@ -1,0 +1,55 @@
+"""The ``local`` backend: a panel's chunks in spawned processes of this machine."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from autogp.data import TimeSeries
+from autogp.parallel.work import SINGLE_THREAD_ENV, fit_chunk
+
+
+def run_local(
+    chunks: Sequence[Sequence[TimeSeries]],
+    config: Mapping[str, Any],
+    *,
+    panel: bool,
+    workers: int,
+    task: Callable[..., list[Any]] = fit_chunk,
+) -> Iterator[tuple[int, list[Any]]]:
+    """Run ``task(chunk, config, panel)`` for every chunk in ``workers`` spawned processes
+    (single-threaded XLA each) and yield ``(chunk index, results)`` as chunks finish.
+
+    If the caller stops early (an error, Ctrl-C), chunks not started are cancelled and the
+    worker processes are ended, so only the chunks in flight are lost.
+    """
+    saved = {k: os.environ.get(k) for k in SINGLE_THREAD_ENV}
+    os.environ.update(SINGLE_THREAD_ENV)  # inherited by the spawned workers
+    before = set(multiprocessing.active_children())
+    context = multiprocessing.get_context("spawn")
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
+    finished = False
+    try:
+        pending = {pool.submit(task, list(chunk), dict(config), panel): i
+                   for i, chunk in enumerate(chunks)}
+        for done in concurrent.futures.as_completed(pending):
+            yield pending[done], done.result()
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            pool.shutdown(wait=False, cancel_futures=True)
+            for child in set(multiprocessing.active_children()) - before:
+                child.terminate()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+__all__ = ["run_local"]

@@ -1,0 +1,204 @@
+"""Fitting a panel: chunks of series on a backend, resumable, one error per bad series.
+
+:func:`fit_panel` is what :meth:`autogp.AutoGP.fit` calls. It loads the series already finished
+in a resume folder, cuts the others into chunks of similar length, runs the chunks on the
+``local`` backend (this process, or ``smc.workers`` spawned processes) or on ``dask`` (a
+``dask.distributed`` cluster), saves each finished chunk, and returns the fits and errors by
+series id. Since each series' key comes from the seed and its id, the fits are the same on
+every backend, with any number of workers and whether or not the run was resumed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autogp.config import Config, ConfigError
+from autogp.data import TimeSeries
+from autogp.forecast.model import SeriesFit
+from autogp.parallel.resume import ResumeStore
+from autogp.parallel.work import SeriesError, chunk_series, error_message, fit_chunk, fit_series
+
+BACKENDS = ("local", "dask")
+
+
+@dataclass
+class PanelFit:
+    """The outcome of :func:`fit_panel`: fits and error messages by series id, and the ids
+    loaded from the resume folder instead of being fitted."""
+
+    fits: dict[str, SeriesFit] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    resumed: list[str] = field(default_factory=list)
+
+
+def resolve_workers(configured: int) -> int:
+    """``smc.workers``, with 0 (the default) read as the number of cores this process may use."""
+    if configured > 0:
+        return configured
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def fit_panel(
+    config: Config,
+    all_series: Sequence[TimeSeries],
+    *,
+    panel: bool = True,
+    backend: str | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    workers: int | None = None,
+    resume: str | Path | None = None,
+    on_chunk: Callable[[list[str]], None] | None = None,
+    progress: bool = False,
+    task: Callable[..., list[Any]] = fit_chunk,
+) -> PanelFit:
+    """Fit every series of ``all_series`` under ``config``.
+
+    Args:
+        backend: ``"local"`` or ``"dask"`` (default ``smc.backend``; ``"dask"`` when a
+            ``client`` is given).
+        scheduler: a Dask scheduler address (default ``smc.scheduler``; unset: a
+            ``LocalCluster`` of ``workers`` workers for this call).
+        client: a ``dask.distributed.Client`` to run on.
+        workers: processes (local) or LocalCluster workers (dask); default ``smc.workers``.
+        resume: a folder for finished chunks (see :mod:`autogp.parallel.resume`).
+        on_chunk: called with the ids of each finished (and saved) chunk.
+        progress: a progress bar on stderr.
+        task: the function run for each chunk, ``task(chunk, config_dict, panel)`` returning
+            one :class:`SeriesFit` or :class:`SeriesError` per series (default
+            :func:`fit_chunk`); it must be importable where it runs.
+
+    In a panel a series that fails is recorded in ``errors`` and the others are fitted; a
+    single series' error is raised. Ctrl-C stops the run after saving nothing half-done.
+    """
+    if client is not None:
+        backend = "dask"
+    backend = backend or config.smc.backend
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend must be one of {list(BACKENDS)}, got {backend!r}",
+                          key="smc.backend")
+    scheduler = scheduler if scheduler is not None else config.smc.scheduler
+    workers = resolve_workers(int(workers or config.smc.workers))
+    config_dict = config.to_dict()
+    store = ResumeStore(resume, config_dict, panel) if resume is not None else None
+    out = PanelFit()
+    if store is not None:
+        out.fits = store.load(all_series)
+        out.resumed = [s.unique_id for s in all_series if s.unique_id in out.fits]
+    todo = [s for s in all_series if s.unique_id not in out.fits]
+
+    with progress_bar(progress) as bar:
+        overall = (bar.add_task("series", total=len(all_series), completed=len(out.resumed))
+                   if panel else None)
+
+        def finish(results: list[SeriesFit | SeriesError]) -> None:
+            fits = [r for r in results if isinstance(r, SeriesFit)]
+            if store is not None:
+                store.save(fits)
+            for r in results:
+                if isinstance(r, SeriesFit):
+                    out.fits[r.unique_id] = r
+                else:
+                    out.errors[r.unique_id] = r.message
+            if overall is not None:
+                bar.update(overall, advance=len(results))
+            if on_chunk is not None:
+                on_chunk([r.unique_id for r in results])
+
+        if backend == "local" and min(workers, len(todo)) <= 1:
+            _fit_here(todo, config, panel, bar, finish)
+        else:
+            chunks = chunk_series(todo, workers)
+            if backend == "local":
+                from autogp.parallel.local import run_local
+
+                done = run_local(chunks, config_dict, panel=panel, workers=workers, task=task)
+            else:
+                done = _dask_runner()(chunks, config_dict, panel=panel, workers=workers,
+                                      scheduler=scheduler, client=client, task=task)
+            for _, results in done:
+                finish(results)
+    return out
+
+
+def _dask_runner() -> Callable[..., Any]:
+    try:
+        from autogp.parallel.dask_backend import run_dask
+    except ImportError:
+        raise ConfigError(
+            "backend 'dask' needs dask.distributed: pip install 'autogp[dask]'", key="smc.backend"
+        ) from None
+    return run_dask
+
+
+def _fit_here(
+    todo: list[TimeSeries],
+    config: Config,
+    panel: bool,
+    bar: Any,
+    finish: Callable[[list[SeriesFit | SeriesError]], None],
+) -> None:
+    """Fit in this process, in panel order, with a bar for each series' SMC rounds; chunks
+    of up to 8 series are handed to ``finish`` (and so saved) as they complete."""
+    size = max(1, min(8, len(todo) // 4))
+    for start in range(0, len(todo), size):
+        results: list[SeriesFit | SeriesError] = []
+        for series in todo[start : start + size]:
+            rounds = bar.add_task(f"{series.unique_id}: SMC rounds", total=None)
+
+            def callback(done: int, total: int, task: Any = rounds) -> None:
+                bar.update(task, completed=done, total=total)
+
+            try:
+                results.append(fit_series(series, config, panel=panel, callback=callback))
+            except Exception as exc:
+                if not panel:
+                    raise
+                results.append(SeriesError(series.unique_id, error_message(exc)))
+            if panel:
+                bar.remove_task(rounds)
+        finish(results)
+
+
+def progress_bar(enabled: bool) -> Any:
+    """A rich progress bar on stderr, or a no-op."""
+    if not enabled:
+        return _NoProgress()
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+
+
+class _NoProgress:
+    def __enter__(self) -> _NoProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, *args: Any, **kwargs: Any) -> int:
+        return 0
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def remove_task(self, *args: Any) -> None:
+        return None
+
+
+__all__ = ["BACKENDS", "PanelFit", "fit_panel", "progress_bar"]

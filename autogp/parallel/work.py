@@ -1,0 +1,125 @@
+"""The unit of work of a panel fit: one series and the settings in, its fit (or its error) out.
+
+Everything here is a pure, picklable, module-level function, so any backend (a process pool, a
+Dask cluster) can run it anywhere: a series' random key comes from the seed and its id only, so
+its fit does not depend on how the panel is partitioned, in which order or on which machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autogp._x64 import x64
+from autogp.config import Config, load_config
+from autogp.data import DataError, TimeSeries
+from autogp.forecast.model import AutoGP, SeriesFit, fit_series_posterior
+
+# XLA and BLAS run single-threaded in each worker: the compiled SMC round is a chain of small
+# dependent computations that one core runs about as fast as two, so a panel scales by fitting
+# different series at once, one per core.
+SINGLE_THREAD_ENV = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+}
+
+
+@dataclass(frozen=True)
+class SeriesError:
+    """A series of a panel that could not be fitted, and why."""
+
+    unique_id: str
+    message: str
+
+
+def _as_config(config: Config | Mapping[str, Any]) -> Config:
+    return config if isinstance(config, Config) else load_config(dict(config))
+
+
+def error_message(exc: Exception) -> str:
+    """One line: the message of a data error, or the exception's type and message."""
+    text = str(exc).strip().replace("\n", " ")
+    return text if isinstance(exc, DataError) else f"{type(exc).__name__}: {text}"
+
+
+def fit_series(
+    series: TimeSeries,
+    config: Config | Mapping[str, Any],
+    *,
+    panel: bool = True,
+    callback: Callable[[int, int], None] | None = None,
+) -> SeriesFit:
+    """The particle posterior of one series (key: the seed and, in a panel, the series id)."""
+    with x64():
+        return fit_series_posterior(series, _as_config(config), panel=panel, callback=callback)
+
+
+def fit_chunk(
+    chunk: Sequence[TimeSeries], config: Mapping[str, Any], panel: bool = True
+) -> list[SeriesFit | SeriesError]:
+    """Fit ``chunk`` one series after another; a series that fails gives a :class:`SeriesError`
+    (its id and the message) and the others are still fitted."""
+    cfg = _as_config(config)
+    out: list[SeriesFit | SeriesError] = []
+    for series in chunk:
+        try:
+            out.append(fit_series(series, cfg, panel=panel))
+        except Exception as exc:  # noqa: BLE001 - one bad series must not stop the panel
+            out.append(SeriesError(series.unique_id, error_message(exc)))
+    return out
+
+
+def chunk_series(series: Sequence[TimeSeries], workers: int) -> list[list[TimeSeries]]:
+    """Chunks of series of similar length (so a worker reuses its compiled programs), small
+    enough that all workers stay busy to the end (about four chunks per worker, at most 8
+    series each). Which chunk a series lands in never changes its fit."""
+    if not series:
+        return []
+    size = max(1, min(8, len(series) // (4 * max(1, workers))))
+    ordered = sorted(series, key=lambda s: s.n)  # stable: ties keep the panel order
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+@dataclass(frozen=True)
+class SeriesOutputs:
+    """What a finished series contributes to a run's outputs."""
+
+    forecast: pd.DataFrame  # statsforecast layout: unique_id, ds, AutoGP, AutoGP-lo/hi-...
+    structures: pd.DataFrame  # unique_id, structure, weight, ...
+    statistics: dict[str, Any]  # n, particles, log marginal likelihood, ESS, ...
+
+
+def series_outputs(
+    fit: SeriesFit,
+    config: Config | Mapping[str, Any],
+    horizon: int | Any = None,
+) -> SeriesOutputs:
+    """The forecast rows (``horizon`` steps, default ``forecast.horizon``, or future stamps),
+    structure posterior and fit statistics of one fitted series."""
+    model = AutoGP.from_fits([fit], _as_config(config))
+    w = fit.weights()
+    stats = {
+        "unique_id": fit.unique_id,
+        "n": fit.series.n,
+        "particles": int(len(fit.log_weights)),
+        "log_marginal_likelihood": float(fit.log_marginal_likelihood),
+        "ess": float(1.0 / np.sum(w**2)),
+    }
+    return SeriesOutputs(model.predict(horizon), model.kernels(), stats)
+
+
+__all__ = [
+    "SINGLE_THREAD_ENV",
+    "SeriesError",
+    "SeriesOutputs",
+    "chunk_series",
+    "error_message",
+    "fit_chunk",
+    "fit_series",
+    "series_outputs",
+]

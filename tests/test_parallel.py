@@ -1,0 +1,342 @@
+"""Panels on backends: the per-series unit of work, the local process pool and a Dask
+LocalCluster give the same forecasts as one process; a killed worker, an interrupted and resumed
+run and a bad series lose nothing else.
+
+The real-engine tests use a tiny configuration (2 particles, 2 rounds) on three 15-16 point
+series (one compiled shape). The resume and bad-series tests of the command line use the
+stand-in engine of test_forecast, which also counts how many series are fitted.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from autogp import AutoGP
+from autogp.cli.main import app
+from autogp.config import ConfigError
+from autogp.data import AutoGPDataWarning, from_arrays, from_frame
+from autogp.forecast.model import SeriesFit
+from autogp.parallel import (
+    ResumeStore,
+    SeriesError,
+    chunk_series,
+    fit_chunk,
+    fit_panel,
+    series_outputs,
+)
+from tests.test_forecast import install_fake_smc
+
+AIRLINE = "examples/data/airline.csv"
+TINY = {
+    "smc": {"num_particles": 2, "num_rounds": 2, "structure_moves": 1},
+    "refine": {"steps": 2},
+    "grammar": {"max_depth": 2},
+}
+KILL_MARKER = "AUTOGP_TEST_KILL_MARKER"
+runner = CliRunner()
+
+
+def _tiny_panel() -> pd.DataFrame:
+    df = pd.read_csv(AIRLINE)
+    return pd.concat(
+        [
+            df.iloc[0:16].assign(unique_id="a"),
+            df.iloc[40:55].assign(unique_id="b", y=df["y"].iloc[40:55] * 0.5 + 3.0),
+            df.iloc[90:106].assign(unique_id="c"),
+        ],
+        ignore_index=True,
+    )
+
+
+def _values(fc: pd.DataFrame) -> np.ndarray:
+    return fc[[c for c in fc.columns if c.startswith("AutoGP")]].to_numpy()
+
+
+def _with(config: dict, **smc) -> dict:
+    return {**config, "smc": {**config["smc"], **smc}}
+
+
+@pytest.fixture(scope="module")
+def cache_env():
+    """One JAX compilation cache for this module's worker processes (they inherit the
+    environment), so each compiled shape is built once per worker."""
+    import tempfile
+
+    saved = {k: os.environ.get(k) for k in ("AUTOGP_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
+    with tempfile.TemporaryDirectory() as where:
+        os.environ["AUTOGP_CACHE_DIR"] = where
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = where
+        yield where
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def one_process():
+    """The tiny panel fitted series after series in this process: the reference."""
+    model = AutoGP(TINY, progress=False).fit(_tiny_panel())
+    return model.predict(4)
+
+
+# ---- the unit of work ---------------------------------------------------------------------
+def test_chunks_group_similar_lengths_and_cover_every_series_once():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(5, 200, size=37)
+    series = [from_arrays(np.arange(n), np.ones(n), unique_id=f"s{i}")
+              for i, n in enumerate(lengths)]
+    for workers in (1, 2, 5):
+        chunks = chunk_series(series, workers)
+        ids = [s.unique_id for c in chunks for s in c]
+        assert sorted(ids) == sorted(s.unique_id for s in series)  # each once
+        assert all(len(c) <= 8 for c in chunks)
+        # chunks are runs of the length order: no chunk's range overlaps the next one's
+        bounds = [(min(s.n for s in c), max(s.n for s in c)) for c in chunks]
+        assert all(hi <= lo for (_, hi), (lo, _) in zip(bounds, bounds[1:], strict=False))
+
+
+def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch):
+    install_fake_smc(monkeypatch)
+    from autogp.inference import smc
+
+    fake = smc.run_smc
+
+    def failing_on_seven_points(x, y, config, **kwargs):
+        if len(x) == 7:
+            raise FloatingPointError("the Cholesky factor is not finite")
+        return fake(x, y, config, **kwargs)
+
+    monkeypatch.setattr(smc, "run_smc", failing_on_seven_points)
+    good = from_arrays(np.arange(10.0), np.sin(np.arange(10.0)), unique_id="good")
+    bad = from_arrays(np.arange(7.0), np.cos(np.arange(7.0)), unique_id="bad")
+    config = AutoGP(particles=2).config.to_dict()
+    out = fit_chunk([good, bad], config)
+    assert isinstance(out[0], SeriesFit) and out[0].unique_id == "good"
+    assert out[1] == SeriesError("bad", "FloatingPointError: the Cholesky factor is not finite")
+    # the picklable pieces travel: a fit survives a round trip and predicts the same
+    again = pickle.loads(pickle.dumps(out[0]))
+    a, b = series_outputs(out[0], config), series_outputs(again, config)
+    pd.testing.assert_frame_equal(a.forecast, b.forecast, check_exact=True)
+    assert list(a.forecast.columns[:3]) == ["unique_id", "ds", "AutoGP"]
+    assert a.statistics["n"] == 10 and a.structures["weight"].sum() == pytest.approx(1.0)
+
+
+def test_a_bad_series_gets_its_own_error_and_the_others_are_forecast(monkeypatch):
+    install_fake_smc(monkeypatch)
+    good = _tiny_panel()
+    short = pd.DataFrame({"unique_id": "short", "ds": good["ds"].iloc[:2], "y": [1.0, 2.0]})
+    empty = pd.DataFrame({"unique_id": "blank", "ds": good["ds"].iloc[:5], "y": np.nan})
+    panel = pd.concat([good[good.unique_id == "a"], short, empty, good[good.unique_id != "a"]])
+    with pytest.warns(AutoGPDataWarning) as caught:
+        model = AutoGP(particles=2, progress=False).fit(panel)
+    messages = [str(w.message) for w in caught]
+    assert any("series 'short' was not fitted" in m and "only 2 observations" in m
+               for m in messages)
+    assert any("series 'blank' was not fitted" in m and "only 0 observations" in m
+               for m in messages)
+    assert model.unique_ids == ["a", "b", "c"] and set(model.errors) == {"short", "blank"}
+    alone = AutoGP(particles=2, progress=False).fit(good)
+    np.testing.assert_array_equal(_values(model.predict(4)), _values(alone.predict(4)))
+
+
+def test_run_lists_bad_series_in_errors_csv(monkeypatch, tmp_path):
+    install_fake_smc(monkeypatch)
+    panel = _tiny_panel()
+    short = pd.DataFrame({"unique_id": "short", "ds": panel["ds"].iloc[:2], "y": [1.0, 2.0]})
+    data = tmp_path / "panel.csv"
+    pd.concat([panel, short]).to_csv(data, index=False)
+    config = _run_config(tmp_path, data, "out")
+    result = runner.invoke(app, ["run", str(config), "--holdout", "3"])
+    assert result.exit_code == 0, result.output
+    assert "series 'short'" in result.stderr and "errors.csv" in result.stderr
+    errors = pd.read_csv(tmp_path / "out" / "errors.csv")
+    assert errors["unique_id"].tolist() == ["short"]
+    assert "only 2 observations" in errors["error"].iloc[0]
+    fc = pd.read_csv(tmp_path / "out" / "forecast.csv")
+    assert fc["unique_id"].unique().tolist() == ["a", "b", "c"] and len(fc) == 9
+
+
+# ---- backends: same forecasts everywhere -----------------------------------------------------
+def test_local_pool_and_dask_cluster_match_one_process(cache_env, one_process):
+    pytest.importorskip("distributed")
+    panel = _tiny_panel()
+    pool = AutoGP(_with(TINY, workers=2), progress=False).fit(panel).predict(4)
+    dask = AutoGP(_with(TINY, workers=2), progress=False).fit(panel, backend="dask").predict(4)
+    assert one_process["unique_id"].tolist() == ["a"] * 4 + ["b"] * 4 + ["c"] * 4
+    for fc in (pool, dask):
+        assert fc["unique_id"].tolist() == one_process["unique_id"].tolist()
+        assert fc["ds"].tolist() == one_process["ds"].tolist()
+        assert np.array_equal(_values(fc), _values(one_process))
+
+
+def fit_chunk_killing_its_worker_once(chunk, config, panel=True):
+    """A chunk task whose first call (across all workers) kills its own worker process."""
+    marker = Path(os.environ[KILL_MARKER])
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return fit_chunk(chunk, config, panel)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def test_a_killed_worker_loses_nothing(cache_env, one_process, tmp_path, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from autogp.parallel.dask_backend import start_local_cluster
+
+    monkeypatch.setenv(KILL_MARKER, str(tmp_path / "killed"))
+    model = AutoGP(_with(TINY, workers=2), progress=False)
+    panel = from_frame(_tiny_panel(), id_col="unique_id")
+    with start_local_cluster(2) as cluster, distributed.Client(cluster) as client:
+        first_pids = set(client.run(os.getpid).values())
+        result = fit_panel(model.config, panel, client=client,
+                           task=fit_chunk_killing_its_worker_once)
+        later_pids = set(client.run(os.getpid).values())
+    assert (tmp_path / "killed").exists() and first_pids != later_pids  # a worker did die
+    assert sorted(result.fits) == ["a", "b", "c"] and not result.errors
+    fc = AutoGP.from_fits([result.fits[u] for u in "abc"], model.config).predict(4)
+    assert np.array_equal(_values(fc), _values(one_process))
+
+
+# ---- resumable runs ----------------------------------------------------------------------------
+def test_an_interrupted_fit_resumes_without_refitting(one_process, tmp_path):
+    resume = tmp_path / "resume"
+    fitted: list[list[str]] = []
+
+    def stop_after_first_chunk(ids):
+        fitted.append(ids)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        AutoGP(TINY, progress=False).fit(_tiny_panel(), resume=resume,
+                                         on_chunk=stop_after_first_chunk)
+    assert len(list(resume.glob("chunk-*.pkl"))) == 1
+    done_first = fitted[0]
+    fitted.clear()
+    model = AutoGP(TINY, progress=False).fit(_tiny_panel(), resume=resume, on_chunk=fitted.append)
+    refitted = [u for ids in fitted for u in ids]
+    assert sorted(refitted + done_first) == ["a", "b", "c"]  # nothing fitted twice
+    assert np.array_equal(_values(model.predict(4)), _values(one_process))
+    fitted.clear()
+    AutoGP(TINY, progress=False).fit(_tiny_panel(), resume=resume, on_chunk=fitted.append)
+    assert fitted == []  # all loaded
+
+
+def test_resume_refuses_other_settings_and_refits_changed_data(monkeypatch, tmp_path):
+    calls: list = []
+    install_fake_smc(monkeypatch, calls=calls)
+    panel = _tiny_panel()
+    AutoGP(particles=2, progress=False).fit(panel, resume=tmp_path)
+    assert len(calls) == 3
+    # other forecast or output settings are fine (nothing is refitted); fit settings are not
+    AutoGP(particles=2, progress=False,
+           overrides={"forecast.horizon": 5, "output.dir": "elsewhere"}).fit(panel, resume=tmp_path)
+    assert len(calls) == 3
+    with pytest.raises(ConfigError, match="other settings"):
+        AutoGP(particles=3, progress=False).fit(panel, resume=tmp_path)
+    changed = panel.copy()
+    changed.loc[changed.unique_id == "b", "y"] += 1.0
+    calls.clear()
+    AutoGP(particles=2, progress=False).fit(changed, resume=tmp_path)
+    assert len(calls) == 1  # only the changed series
+    store = ResumeStore(tmp_path, AutoGP(particles=2).config.to_dict(), panel=True)
+    assert len(store.files()) == 3  # the new fit of 'b' replaced the stale one
+    new_b = from_frame(changed, id_col="unique_id")
+    assert sorted(store.load(new_b)) == ["a", "b", "c"]
+
+
+def _run_config(tmp_path: Path, data: Path, out: str) -> Path:
+    config = tmp_path / f"{out}.toml"
+    config.write_text(
+        f"""
+[data]
+path = "{data.as_posix()}"
+id_col = "unique_id"
+
+[smc]
+num_particles = 2
+
+[forecast]
+levels = [80, 95]
+
+[output]
+dir = "{(tmp_path / out).as_posix()}"
+plot = ""
+model = ""
+
+[experiment]
+metrics = ["smape", "mase", "coverage", "lpd"]
+"""
+    )
+    return config
+
+
+def test_run_stopped_midway_and_resumed_writes_the_same_files(monkeypatch, tmp_path):
+    calls: list = []
+    install_fake_smc(monkeypatch, calls=calls)
+    from autogp.inference import smc
+
+    fake = smc.run_smc
+    panel = pd.concat([_tiny_panel().assign(unique_id=lambda d, k=k: d.unique_id + str(k))
+                       for k in range(3)])  # 9 series
+    data = tmp_path / "panel.csv"
+    panel.to_csv(data, index=False)
+    full = runner.invoke(app, ["run", str(_run_config(tmp_path, data, "full")), "--quiet",
+                               "--holdout", "3"])
+    assert full.exit_code == 0, full.output
+
+    def interrupted_at_the_sixth_series(x, y, config, **kwargs):
+        if len(calls) == 5:
+            raise KeyboardInterrupt  # Ctrl-C while the sixth series is fitted
+        return fake(x, y, config, **kwargs)
+
+    monkeypatch.setattr(smc, "run_smc", interrupted_at_the_sixth_series)
+    calls.clear()
+    config = _run_config(tmp_path, data, "part")
+    args = ["run", str(config), "--quiet", "--holdout", "3", "--resume"]
+    stopped = runner.invoke(app, args)
+    assert stopped.exit_code == 130 and "interrupted" in stopped.stderr
+    chunks = list((tmp_path / "part" / "resume").glob("chunk-*.pkl"))
+    saved = len(calls)  # chunks of 2 series: the first four series are kept
+    assert saved == 5 and len(chunks) == 2
+    monkeypatch.setattr(smc, "run_smc", fake)
+    calls.clear()
+    resumed = runner.invoke(app, args)
+    assert resumed.exit_code == 0, resumed.output
+    assert len(calls) == 9 - 4  # only the series not saved are fitted
+    for name in ("forecast.csv", "metrics.csv", "structures.csv", "train.csv"):
+        assert (tmp_path / "part" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
+
+
+# ---- settings and inputs -----------------------------------------------------------------------
+def test_backend_settings_are_checked(monkeypatch, tmp_path):
+    install_fake_smc(monkeypatch)
+    with pytest.raises(ConfigError, match="smc.backend"):
+        AutoGP(overrides={"smc.backend": "spark"})
+    with pytest.raises(ConfigError, match="backend must be one of"):
+        AutoGP(progress=False).fit(_tiny_panel(), backend="spark")
+    data = tmp_path / "panel.csv"
+    _tiny_panel().to_csv(data, index=False)
+    result = runner.invoke(app, ["fit", str(data), "--id-col", "unique_id", "--backend", "ray"])
+    assert result.exit_code == 2 and "smc.backend" in result.stderr
+
+
+def test_a_dask_dataframe_is_fitted_like_the_pandas_one(monkeypatch):
+    dd = pytest.importorskip("dask.dataframe")
+    install_fake_smc(monkeypatch)
+    panel = _tiny_panel()
+    frame = dd.from_pandas(panel, npartitions=3, sort=False)
+    a = AutoGP(particles=2, progress=False).fit(panel)
+    b = AutoGP(particles=2, progress=False).fit(frame)
+    assert a.unique_ids == b.unique_ids == ["a", "b", "c"]
+    pd.testing.assert_frame_equal(a.predict(4), b.predict(4), check_exact=True)
