@@ -55,9 +55,9 @@ def install_fake_smc(monkeypatch, texts=FAKE_TEXTS, weights=FAKE_WEIGHTS, calls=
     monkeypatch.setattr(smc, "update_smc", fake_update_smc)
     # The stand-in lives in this process: panels must not go to spawned workers (workers = 0
     # means one per core by default).
-    from autogp.forecast import model as model_module
+    from autogp.parallel import panel as panel_module
 
-    monkeypatch.setattr(model_module, "resolve_workers", lambda configured: configured or 1)
+    monkeypatch.setattr(panel_module, "resolve_workers", lambda configured: configured or 1)
 
 
 @pytest.fixture(scope="module")

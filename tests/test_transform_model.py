@@ -98,9 +98,9 @@ def test_auto_is_chosen_per_series_in_a_fit(monkeypatch):
                          history={"count": [[len(x)]]})
 
     monkeypatch.setattr(smc_module, "run_smc", fake_run_smc)
-    from autogp.forecast import model as model_module  # the stand-in is not in spawned workers
+    from autogp.parallel import panel as panel_module  # the stand-in is not in spawned workers
 
-    monkeypatch.setattr(model_module, "resolve_workers", lambda configured: configured or 1)
+    monkeypatch.setattr(panel_module, "resolve_workers", lambda configured: configured or 1)
     air = pd.read_csv("examples/data/airline.csv").iloc[:126]
     flat = air.assign(y=np.where(np.arange(126) == 5, 0.0, air["y"]))  # a zero: never logged
     panel = pd.concat([air.assign(unique_id="air"), flat.assign(unique_id="zero")])
