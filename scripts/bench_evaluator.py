@@ -70,16 +70,29 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import equinox.internal as eqxi
-import jax
-import jax.numpy as jnp
-import numpy as np
-from jax.scipy.linalg import solve_triangular
 
-from autogp.evaluator import gram, leaves, log_marginal_likelihood
-from autogp.evaluator.likelihood import BASE_JITTER
-from autogp.inference.grammar import Grammar, sample_prior
-from autogp.kernels import spec
+def blas_threads_wanted(argv=None) -> str:
+    """``--blas-threads``, else the environment's OPENBLAS_NUM_THREADS, else 1."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--blas-threads")
+    requested = early.parse_known_args(argv)[0].blas_threads
+    return requested or os.environ.get("OPENBLAS_NUM_THREADS") or "1"
+
+
+# Before numpy, jax and autogp (which imports scipy) load OpenBLAS: see set_blas_threads.
+if __name__ == "__main__":
+    os.environ["OPENBLAS_NUM_THREADS"] = blas_threads_wanted()
+
+import equinox.internal as eqxi  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.scipy.linalg import solve_triangular  # noqa: E402
+
+from autogp.evaluator import gram, leaves, log_marginal_likelihood  # noqa: E402
+from autogp.evaluator.likelihood import BASE_JITTER  # noqa: E402
+from autogp.inference.grammar import Grammar, sample_prior  # noqa: E402
+from autogp.kernels import spec  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -1121,14 +1134,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def set_blas_threads(requested: str | None) -> str:
-    """Pin OpenBLAS's thread count before jaxlib loads its LAPACK (lazily, via scipy).
+    """Pin OpenBLAS's thread count before scipy loads it (run as a script, the top of this file
+    already did, as autogp imports scipy).
 
     jaxlib's CPU Cholesky and triangular solves call scipy's OpenBLAS. With its default thread
     pool on a small, shared machine, calls intermittently stall for seconds (measured here:
     ~6.6 s on 2 cores at load ~7, against ~15 ms normally), which swamps every median.
     """
     value = requested or os.environ.get("OPENBLAS_NUM_THREADS") or "1"
-    if "scipy.linalg" in sys.modules:
+    if "scipy" in sys.modules and os.environ.get("OPENBLAS_NUM_THREADS") != value:
         print("warning: scipy is already loaded; OPENBLAS_NUM_THREADS cannot take effect")
     os.environ["OPENBLAS_NUM_THREADS"] = value
     return value
