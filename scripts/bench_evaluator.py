@@ -29,6 +29,12 @@ Also reported for (a): compile time (first call minus steady state), the number 
 full run and on 40 with ``--quick``), and a scaling table over N with the share of time spent
 outside the Cholesky factorisation (value) and outside Cholesky + inverse (gradient).
 
+``over_dense_floor`` (JSON and text, per N): (a)'s value-and-gradient time over the dense floor,
+a batched Cholesky of the same K + noise I plus the inverse (K + noise I)^-1 that the exact
+gradient needs, timed side by side in the same run; at N = 144 and 512 in every run (with
+``--quick`` the 512 row comes from a one-N scaling table). ``over_dense_floor_regular_grid``: the
+same for (a'), the path fits take on evenly spaced data.
+
 Timings are medians over repetitions; the designs are interleaved within each repetition (and
 their order rotated) so that background load hits all of them alike. Repetition counts adapt to
 a per-measurement time budget (``--budget``), with a floor that is lower at large N and for (b).
@@ -64,16 +70,29 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import equinox.internal as eqxi
-import jax
-import jax.numpy as jnp
-import numpy as np
-from jax.scipy.linalg import solve_triangular
 
-from autogp.evaluator import gram, leaves, log_marginal_likelihood
-from autogp.evaluator.likelihood import BASE_JITTER
-from autogp.inference.grammar import Grammar, sample_prior
-from autogp.kernels import spec
+def blas_threads_wanted(argv=None) -> str:
+    """``--blas-threads``, else the environment's OPENBLAS_NUM_THREADS, else 1."""
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--blas-threads")
+    requested = early.parse_known_args(argv)[0].blas_threads
+    return requested or os.environ.get("OPENBLAS_NUM_THREADS") or "1"
+
+
+# Before numpy, jax and autogp (which imports scipy) load OpenBLAS: see set_blas_threads.
+if __name__ == "__main__":
+    os.environ["OPENBLAS_NUM_THREADS"] = blas_threads_wanted()
+
+import equinox.internal as eqxi  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax.scipy.linalg import solve_triangular  # noqa: E402
+
+from autogp.evaluator import gram, leaves, log_marginal_likelihood  # noqa: E402
+from autogp.evaluator.likelihood import BASE_JITTER  # noqa: E402
+from autogp.inference.grammar import Grammar, sample_prior  # noqa: E402
+from autogp.kernels import spec  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -677,10 +696,13 @@ class Bench:
         min_reps: int,
         naive_min_reps: tuple[int, int],
         breakdown: bool = True,
+        grid: bool = True,
     ) -> dict:
         """Agreement check, then interleaved timing of (a), (b), (c) and of the dense floor
         (the batched Cholesky + inverse on (a)'s covariance matrices); with ``breakdown`` also
-        (a') and (a)'s covariance matrices alone and with their VJP."""
+        (a)'s covariance matrices alone and with their VJP; with ``grid`` (or ``breakdown``)
+        also (a')."""
+        grid = grid or breakdown
         naive = self.compile_naive(w)
         skipped = naive if isinstance(naive, str) else None
         naive = None if skipped else naive
@@ -689,7 +711,7 @@ class Bench:
         t0 = time.perf_counter()
         c_fns = make_specialised(w.ops)
         c_build_s = time.perf_counter() - t0
-        first = self.check_agreement(w, c_fns, naive, grid=breakdown)
+        first = self.check_agreement(w, c_fns, naive, grid=grid)
         a_args, c_args = self.a_args(w), self.c_args(w)
         ops_j, params_j, noise_j, x_j = a_args[:4]
         K = jax.block_until_ready(self.gram(ops_j, params_j, x_j))
@@ -705,11 +727,12 @@ class Bench:
             Item("c_value", c_run(0), min_reps, first["c_value"]),
             Item("c_grad", c_run(1), min_reps, first["c_grad"]),
         ]
-        if breakdown:
+        if grid:
             items += [
                 Item("g_value", lambda: wall(self.grid_value, *a_args), min_reps, first["g_value"]),
                 Item("g_grad", lambda: wall(self.grid_grad, *a_args), min_reps, first["g_grad"]),
             ]
+        if breakdown:
             items += self.breakdown_items(self.gram, self.gram_vjp, K, cot, a_args, min_reps)
         else:
             items += self.floor_items(K, noise_j, min_reps)
@@ -746,6 +769,7 @@ class Bench:
             "naive": skipped or {"scratch_bytes": naive.temp_bytes},
             "grad_over_value": ratio("a_grad", "a_value"),
             "over_dense_floor": ratio("a_grad", "chol_inv"),
+            "over_dense_floor_regular_grid": ratio("g_grad", "chol_inv"),
             "speedup_vs_naive": {
                 "value": ratio("b_value", "a_value"),
                 "value_and_grad": ratio("b_grad", "a_grad"),
@@ -813,14 +837,15 @@ class Bench:
 
     @staticmethod
     def row_from_comparison(res: dict) -> dict:
-        keys = ("a_value", "a_grad", "chol", "chol_inv", "gram", "gram_vjp")
+        keys = ("a_value", "a_grad", "g_grad", "chol", "chol_inv", "gram", "gram_vjp")
         return {
             "n": res["n"],
-            "median_s": {k: res["median_s"][k] for k in keys},
-            "reps": {k: res["reps"][k] for k in keys},
+            "median_s": {k: res["median_s"][k] for k in keys if k in res["median_s"]},
+            "reps": {k: res["reps"][k] for k in keys if k in res["reps"]},
             "compile_s": {k: res["compile_s"][k] for k in ("a_value", "a_grad")},
             "grad_over_value": res["grad_over_value"],
             "over_dense_floor": res["over_dense_floor"],
+            "over_dense_floor_regular_grid": res["over_dense_floor_regular_grid"],
             "outside_cholesky": res["outside_cholesky"],
             "from_comparison": True,
         }
@@ -836,6 +861,7 @@ class Bench:
         mr = 3 if n <= 512 else (2 if n <= 1024 else 1)
         # Fresh jitted functions, so that every N pays (and reports) its own compilation.
         value, grad = make_evaluator()
+        _, grid_grad = make_evaluator(regular_grid=True)
         items = [
             Item(
                 "a_value",
@@ -845,6 +871,12 @@ class Bench:
             ),
             Item(
                 "a_grad", lambda: wall(grad, *a_args), mr, aot_compile_s=aot_compile(grad, *a_args)
+            ),
+            Item(
+                "g_grad",
+                lambda: wall(grid_grad, *a_args),
+                mr,
+                aot_compile_s=aot_compile(grid_grad, *a_args),
             ),
         ]
         items += self.breakdown_items(self.gram, self.gram_vjp, K, cot, a_args, mr)
@@ -858,6 +890,7 @@ class Bench:
             "compile_s": {k: by[k].compile_s for k in ("a_value", "a_grad")},
             "grad_over_value": med["a_grad"] / med["a_value"],
             "over_dense_floor": med["a_grad"] / med["chol_inv"],
+            "over_dense_floor_regular_grid": med["g_grad"] / med["chol_inv"],
             "outside_cholesky": {
                 "value": 1.0 - med["chol"] / med["a_value"],
                 "value_and_grad": 1.0 - med["chol_inv"] / med["a_grad"],
@@ -981,6 +1014,7 @@ def print_comparison(res: dict, name: str) -> None:
     ratio_rows = [
         ["(a) value+grad / value", fmt_x(res["grad_over_value"]), ""],
         ["(a) / dense floor (Chol + inv)", "", fmt_x(res["over_dense_floor"])],
+        ["(a') / dense floor (Chol + inv)", "", fmt_x(res["over_dense_floor_regular_grid"])],
         ["speedup vs naive: (b) / (a)", fmt_x(sv["value"]), fmt_x(sv["value_and_grad"])],
         ["(a) / specialised sum (c)", fmt_x(so["value"]), fmt_x(so["value_and_grad"])],
     ]
@@ -1012,6 +1046,7 @@ def print_scaling(rows: list[dict], particles: int) -> None:
         "value+grad",
         "vg/v",
         "vg/floor",
+        "(a') vg/floor",
         "Cholesky",
         "Chol+inv",
         "out-chol v",
@@ -1032,6 +1067,7 @@ def print_scaling(rows: list[dict], particles: int) -> None:
                 fmt_s(m["a_grad"]),
                 f"{r['grad_over_value']:.2f}",
                 f"{r['over_dense_floor']:.2f}",
+                fmt_x(r["over_dense_floor_regular_grid"]),
                 fmt_s(m["chol"]),
                 fmt_s(m["chol_inv"]),
                 fmt_pct(oc["value"]),
@@ -1044,7 +1080,8 @@ def print_scaling(rows: list[dict], particles: int) -> None:
             ]
         )
     print(table(header, body))
-    print("  vg/floor = value+grad / (Cholesky + inverse), the dense floor on the same matrices")
+    print("  vg/floor = value+grad / (Cholesky + inverse), the dense floor on the same matrices;")
+    print("  (a') vg/floor: the same for the regular-grid path (the fits' path on even spacing)")
     print(
         "  out-chol v = 1 - Cholesky / value; out-chol vg = 1 - (Cholesky + inverse) / (value+grad)"
     )
@@ -1097,14 +1134,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def set_blas_threads(requested: str | None) -> str:
-    """Pin OpenBLAS's thread count before jaxlib loads its LAPACK (lazily, via scipy).
+    """Pin OpenBLAS's thread count before scipy loads it (run as a script, the top of this file
+    already did, as autogp imports scipy).
 
     jaxlib's CPU Cholesky and triangular solves call scipy's OpenBLAS. With its default thread
     pool on a small, shared machine, calls intermittently stall for seconds (measured here:
     ~6.6 s on 2 cores at load ~7, against ~15 ms normally), which swamps every median.
     """
     value = requested or os.environ.get("OPENBLAS_NUM_THREADS") or "1"
-    if "scipy.linalg" in sys.modules:
+    if "scipy" in sys.modules and os.environ.get("OPENBLAS_NUM_THREADS") != value:
         print("warning: scipy is already loaded; OPENBLAS_NUM_THREADS cannot take effect")
     os.environ["OPENBLAS_NUM_THREADS"] = value
     return value
@@ -1181,6 +1219,7 @@ def main(argv=None) -> dict:
                 # its gradient costs seconds at N = 144 and minutes at N = 512.
                 naive_min_reps=(1, 1) if quick else ((3, 2) if small else (1, 1)),
                 breakdown=not quick,
+                grid=not args.tiny,
             )
         report["workloads"][w.name] = res
         print_comparison(res, w.name)
@@ -1196,6 +1235,9 @@ def main(argv=None) -> dict:
     for key in ("grad_over_value", "speedup_vs_naive", "over_specialized", "outside_cholesky"):
         report[key] = main_res[key]
     floor = {res["n"]: res["over_dense_floor"] for res in report["workloads"].values()}
+    floor_grid = {
+        res["n"]: res["over_dense_floor_regular_grid"] for res in report["workloads"].values()
+    }
     report["compile_s_evaluator"] = {
         "value": main_res["compile_s"]["a_value"],
         "value_and_grad": main_res["compile_s"]["a_grad"],
@@ -1212,10 +1254,16 @@ def main(argv=None) -> dict:
         report["scaling"] = rows
         print_scaling(rows, args.particles)
         floor.update({r["n"]: r["over_dense_floor"] for r in rows})
+        floor_grid.update({r["n"]: r["over_dense_floor_regular_grid"] for r in rows})
     report["over_dense_floor"] = {str(n): floor[n] for n in sorted(floor)}
+    report["over_dense_floor_regular_grid"] = {
+        str(n): floor_grid[n] for n in sorted(floor_grid) if floor_grid[n] is not None
+    }
     print(
-        "\nover_dense_floor, (a) value+grad / (batched Cholesky + inverse) on the same K: "
+        "\nover_dense_floor, value+grad / (batched Cholesky + inverse) on the same K: (a) "
         + ", ".join(f"N={n} {floor[n]:.2f}x" for n in sorted(floor))
+        + "; (a') regular grid "
+        + ", ".join(f"N={n} {fmt_x(floor_grid[n])}" for n in sorted(floor_grid))
     )
 
     report["total_s"] = time.perf_counter() - t_start

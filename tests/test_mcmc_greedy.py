@@ -40,7 +40,7 @@ MCMC_CONFIG = load_config(
 @pytest.fixture(scope="module")
 def mcmc_runs():
     x, y = _data()
-    before = smc.TRACE_COUNT["round"]
+    before = smc.compilation_counts()["round"]
     a = mcmc.fit_mcmc(x, y, MCMC_CONFIG, key=jax.random.key(7))
     b = mcmc.fit_mcmc(x, y, MCMC_CONFIG, key=jax.random.key(7))
     calls = []
@@ -52,7 +52,7 @@ def mcmc_runs():
         num_iterations=3,
         callback=lambda i, total: calls.append((i, total)),
     )
-    traces = smc.TRACE_COUNT["round"] - before
+    traces = smc.compilation_counts()["round"] - before
     return x, y, a, b, c, calls, traces
 
 
@@ -99,12 +99,12 @@ GREEDY_CONFIG = load_config(
 @pytest.fixture(scope="module")
 def greedy_run():
     x, y = _data()
-    before = greedy.TRACE_COUNT["fit"]
+    before = greedy.compilation_count()
     # max_size=2 stops after two atoms (a third step would fit 33 more candidates: slow here).
     result = greedy.greedy_search(
         x, y, GREEDY_CONFIG, key=jax.random.key(0), restarts=3, max_size=2
     )
-    return x, y, result, greedy.TRACE_COUNT["fit"] - before
+    return x, y, result, greedy.compilation_count() - before
 
 
 def test_greedy_finds_linear_plus_periodic_with_decreasing_bic(greedy_run):

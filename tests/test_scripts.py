@@ -2,7 +2,8 @@
 
 The scripts run in subprocesses, all started at once (they spend most of their time compiling,
 single-threaded), with this checkout first on the path. A new script needs an entry in
-``SMOKE_ARGS`` and a check in ``CHECKS``, or ``test_every_script_has_a_smoke_run`` fails.
+``SMOKE_ARGS`` and a check in ``CHECKS`` (or, if a test file of its own runs it on tiny inputs,
+an entry in ``COVERED_ELSEWHERE``), or ``test_every_script_has_a_smoke_run`` fails.
 """
 
 from __future__ import annotations
@@ -28,12 +29,19 @@ SMOKE_ARGS = {
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
 }
+# script -> the test file that runs it on tiny inputs itself
+COVERED_ELSEWHERE = {"choose_defaults.py": "test_choose_defaults.py"}
 
 
 def test_every_script_has_a_smoke_run():
     found = {path.name for path in SCRIPTS.glob("*.py")}
-    assert found == set(SMOKE_ARGS), "add a tiny run for each new script to SMOKE_ARGS"
+    assert found == set(SMOKE_ARGS) | set(COVERED_ELSEWHERE), (
+        "add a tiny run for each new script to SMOKE_ARGS"
+    )
     assert set(CHECKS) == set(SMOKE_ARGS)
+    for script, test_file in COVERED_ELSEWHERE.items():
+        text = (Path(__file__).parent / test_file).read_text()
+        assert script in text and "--tiny" in text, (script, test_file)
 
 
 # ---- a tiny M3-style run folder, with scores we can compute here ---------------------------

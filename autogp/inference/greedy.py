@@ -36,8 +36,6 @@ from autogp.kernels import Kernel, depth, kernel_class, leaves, pack, spec, stru
 
 Array = jax.Array
 
-#: Bumped on every (re)trace of the batched fit; tests count compilations with it.
-TRACE_COUNT = {"fit": 0}
 MIN_BUCKET = 8
 
 
@@ -81,7 +79,6 @@ def expansions(expr: Kernel, atoms: tuple[int, ...], operators: tuple[int, ...])
 def _fit_batch(
     grammar, ops, params, noise, x, y, *, optimizer, learning_rate, steps, learn_noise, regular_grid
 ):
-    TRACE_COUNT["fit"] += 1
 
     def log_posterior(p, n):
         ll = log_marginal_likelihood(ops, p, n, x, y, None, regular_grid=regular_grid)
@@ -98,6 +95,11 @@ def _fit_batch(
         learn_noise=learn_noise,
     )
     return refined.params, refined.noise, refined.log_likelihood
+
+
+def compilation_count() -> int:
+    """Programs held by the jitted batched fit (its own cache)."""
+    return _fit_batch._cache_size()
 
 
 def _draw_params(grammar: gr.Grammar, ops: np.ndarray, key: Array):
