@@ -167,6 +167,7 @@ def test_run_lists_bad_series_in_errors_csv(monkeypatch, tmp_path):
 
 
 # ---- backends: same forecasts everywhere -----------------------------------------------------
+@pytest.mark.slow
 def test_local_pool_and_dask_cluster_match_one_process(cache_env, one_process):
     pytest.importorskip("distributed")
     panel = _tiny_panel()
@@ -190,6 +191,7 @@ def fit_chunk_killing_its_worker_once(chunk, config, panel=True):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+@pytest.mark.slow
 def test_a_killed_worker_loses_nothing(cache_env, one_process, tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
     from autogp.parallel.dask_backend import start_local_cluster
