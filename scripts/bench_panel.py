@@ -9,8 +9,8 @@ starting a cluster and fitting, not the Python start-up), the wall time of the p
 per second, the ratios dask2/local2 and 2 workers/1 worker, and whether all forecasts are
 byte-identical (``local1`` fits in the calling process, whose XLA is multi-threaded: it
 agrees to rounding). All designs share one fresh JAX compilation cache; by default it is warmed
-first (one untimed run of ``local 2`` and ``dask 2`` on one series per padded length), so
-the times compare fitting, not compiling (``--cold`` skips the warm-up).
+first (untimed runs of ``local 1``, ``local 2`` and ``dask 2`` on the same panel), so the times
+compare fitting, not compiling (``--cold`` skips the warm-up).
 
     python scripts/bench_panel.py /work/shared/data/m3_monthly.csv.gz --limit 40 \\
         --config configs/m3_monthly.toml
@@ -73,15 +73,6 @@ def load_panel(path: Path, limit: int | None, seed: int) -> pd.DataFrame:
         train = s.train() if s.is_test is not None and s.is_test.any() else s
         frames.append(pd.DataFrame({"unique_id": s.unique_id, "ds": train.ds, "y": train.y}))
     return pd.concat(frames, ignore_index=True)
-
-
-def warm_up_panel(panel: pd.DataFrame) -> pd.DataFrame:
-    """Two copies of one series of each distinct length, so that both workers of a 2-worker
-    design compile every shape during the warm-up."""
-    sizes = panel.groupby("unique_id", sort=False).size()
-    keep = set(sizes.reset_index().drop_duplicates(0)["unique_id"])
-    reps = panel[panel["unique_id"].isin(keep)]
-    return pd.concat([reps.assign(unique_id=reps["unique_id"] + f"~{k}") for k in (0, 1)])
 
 
 def compare(outputs: dict[str, Path]) -> dict:
@@ -214,10 +205,10 @@ def main(argv: list[str] | None = None) -> dict:
                    PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
         env.pop("JAX_COMPILATION_CACHE_DIR", None)
         if not args.cold:
-            warm = work / "warm.csv"
-            warm_up_panel(panel).to_csv(warm, index=False)
+            # Every shape the panel needs, compiled once by each kind of process: this one
+            # (local1), the pool's (shared cache) and each Dask worker (its own cache).
             for backend, workers in (("local", 1), ("local", 2), ("dask", 2)):
-                run_fit(fit_command(warm, work / "warm-fc.csv", backend, workers, args), env)
+                run_fit(fit_command(data, work / "warm-fc.csv", backend, workers, args), env)
         outputs = {}
         for name in designs:
             backend, workers = DESIGNS[name]
