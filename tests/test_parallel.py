@@ -360,3 +360,23 @@ def test_a_dask_dataframe_is_fitted_like_the_pandas_one(monkeypatch):
     b = AutoGP(particles=2, progress=False).fit(frame)
     assert a.unique_ids == b.unique_ids == ["a", "b", "c"]
     pd.testing.assert_frame_equal(a.predict(4), b.predict(4), check_exact=True)
+
+
+def test_fit_resume_folder_skips_finished_series_and_reports_bad_ones(monkeypatch, tmp_path):
+    calls: list = []
+    install_fake_smc(monkeypatch, calls=calls)
+    panel = _tiny_panel()
+    short = pd.DataFrame({"unique_id": "short", "ds": panel["ds"].iloc[:2], "y": [1.0, 2.0]})
+    data = tmp_path / "panel.csv"
+    pd.concat([panel, short]).to_csv(data, index=False)
+    args = ["fit", str(data), "--id-col", "unique_id", "-p", "2", "-h", "3",
+            "--resume", str(tmp_path / "done")]
+    first = runner.invoke(app, [*args, "-o", str(tmp_path / "a.csv")])
+    assert first.exit_code == 0, first.output
+    assert "series 'short' was not fitted" in first.stderr and "only 2 observations" in first.stderr
+    assert len(calls) == 3
+    again = runner.invoke(app, [*args, "-o", str(tmp_path / "b.csv")])
+    assert again.exit_code == 0, again.output
+    assert len(calls) == 3  # nothing refitted
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert pd.read_csv(tmp_path / "a.csv")["unique_id"].unique().tolist() == ["a", "b", "c"]
