@@ -165,11 +165,24 @@ def stop_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def _report_errors(console: Console, errors: dict[str, str]) -> None:
+@contextlib.contextmanager
+def unfitted_series_reported_once() -> Iterator[None]:
+    """Silence the per-series 'was not fitted' warnings of a panel fit: the command lists the
+    series itself (:func:`report_unfitted`)."""
+    from autogp.data import AutoGPDataWarning
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"series '.*' was not fitted",
+                                category=AutoGPDataWarning)
+        yield
+
+
+def report_unfitted(console: Console, errors: dict[str, str]) -> None:
+    """One line per series that could not be fitted, then how many."""
+    for uid, message in errors.items():
+        _note(console, f"warning: series {uid!r} was not fitted: {message}")
     if errors:
-        names = ", ".join(repr(u) for u in list(errors)[:10]) + (" ..." if len(errors) > 10 else "")
-        _note(console, f"{len(errors)} series could not be fitted and are not in the forecast: "
-              f"{names}")
+        _note(console, f"{len(errors)} series could not be fitted and are not in the forecast")
 
 
 # ---- output helpers --------------------------------------------------------------------------
@@ -323,9 +336,9 @@ def fit(
         progress=not quiet,
     )
     started = time.perf_counter()
-    with stop_on_sigterm():
+    with stop_on_sigterm(), unfitted_series_reported_once():
         model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col, resume=resume)
-    _report_errors(err, model.errors)
+    report_unfitted(err, model.errors)
     if not quiet:
         n = sum(model.series(u).n for u in model.unique_ids)
         _note(
@@ -484,7 +497,7 @@ def run(
         overrides["smc.backend"] = backend
     if scheduler is not None:
         overrides["smc.scheduler"] = scheduler
-    with stop_on_sigterm():
+    with stop_on_sigterm(), unfitted_series_reported_once():
         run_experiment(
             config_path,
             overrides=overrides,

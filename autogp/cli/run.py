@@ -210,9 +210,10 @@ def run_experiment(
                                                     resume=resume_dir)
     fit_seconds = time.perf_counter() - started
     errors = {**read_errors, **model.errors}
-    if errors and not quiet:
-        for uid, message in read_errors.items():
-            err.print(f"warning: series {uid!r} was not read: {message}", markup=False)
+    if errors:  # shown even under --quiet: these series are missing from the outputs
+        for uid, message in errors.items():
+            err.print(f"warning: series {uid!r} was not fitted: {message}", markup=False,
+                      soft_wrap=True)
         err.print(f"{len(errors)} series could not be fitted (listed in errors.csv)",
                   markup=False)
     levels = sorted(set(config.forecast.levels))

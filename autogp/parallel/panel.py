@@ -112,7 +112,9 @@ def fit_panel(
             if on_chunk is not None:
                 on_chunk([r.unique_id for r in results])
 
-        if backend == "local" and min(workers, len(todo)) <= 1:
+        if not todo:
+            pass  # everything was loaded from the resume folder
+        elif backend == "local" and min(workers, len(todo)) <= 1:
             _fit_here(todo, config, panel, bar, finish)
         else:
             chunks = chunk_series(todo, workers)

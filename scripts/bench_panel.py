@@ -1,0 +1,251 @@
+"""Benchmark panel backends side by side (not a test): the same panel fitted with
+``--backend local --workers 1``, ``local --workers 2``, ``dask`` with 1 and 2 workers (a
+LocalCluster), then a resume experiment (a run stopped with SIGTERM at about half way and
+resumed).
+
+Every design runs ``autogp fit`` in a fresh process on the same training CSV and settings and
+writes its forecast; the script reports the fit time (as printed by autogp: reading the data,
+starting a cluster and fitting, not the Python start-up), the wall time of the process, series
+per second, the ratios dask2/local2 and 2 workers/1 worker, and whether all forecasts are
+byte-identical (``local1`` fits in the calling process, whose XLA is multi-threaded: it
+agrees to rounding). All designs share one fresh JAX compilation cache; by default it is warmed
+first (untimed runs of ``local 1``, ``local 2`` and ``dask 2`` on the same panel), so the times
+compare fitting, not compiling (``--cold`` skips the warm-up).
+
+    python scripts/bench_panel.py /work/shared/data/m3_monthly.csv.gz --limit 40 \\
+        --config configs/m3_monthly.toml
+    python scripts/bench_panel.py --tiny            # smoke run: 4 short series, tiny settings
+
+The data: a long CSV with ``unique_id``, ``ds``, ``y`` and optionally ``split`` (rows marked
+``test`` are left out) and ``category`` (``--limit N`` then draws a stratified sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+AIRLINE = ROOT / "examples" / "data" / "airline.csv"
+TINY_SETTINGS = [
+    "smc.num_particles=2", "smc.num_rounds=2", "smc.structure_moves=1", "refine.steps=2",
+    "grammar.max_depth=2", "forecast.horizon=4",
+]
+DESIGNS = {
+    "local1": ("local", 1),
+    "local2": ("local", 2),
+    "dask1": ("dask", 1),
+    "dask2": ("dask", 2),
+}
+FITTED = re.compile(r"fitted (\d+) series .* in ([0-9.]+) s")
+
+
+def tiny_panel() -> pd.DataFrame:
+    """Four 16-point windows of the airline series (one padded length)."""
+    df = pd.read_csv(AIRLINE)
+    parts = [df.iloc[i : i + 16].assign(unique_id=f"w{k}") for k, i in enumerate(range(0, 64, 16))]
+    return pd.concat(parts, ignore_index=True)[["unique_id", "ds", "y"]]
+
+
+def load_panel(path: Path, limit: int | None, seed: int) -> pd.DataFrame:
+    """The training rows of the panel at ``path`` (a stratified sample of ``limit`` series)."""
+    from autogp.cli.run import stratified_sample
+    from autogp.data import read_csv
+
+    head = pd.read_csv(path, nrows=0).columns
+    split = "split" if "split" in head else None
+    series = read_csv(path, id_col="unique_id", split_col=split)
+    if limit is not None:
+        series = stratified_sample(series, path, "unique_id", limit, seed)
+    frames = []
+    for s in series:
+        train = s.train() if s.is_test is not None and s.is_test.any() else s
+        frames.append(pd.DataFrame({"unique_id": s.unique_id, "ds": train.ds, "y": train.y}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def compare(outputs: dict[str, Path]) -> dict:
+    """Forecast agreement: byte-identical files among the designs that fit in worker
+    processes (single-threaded XLA), and the largest relative difference of ``local1``, which
+    fits in the calling process (XLA multi-threaded there, so sums may round differently)."""
+    workers = [n for n in outputs if n != "local1"]
+    out: dict = {}
+    if workers:
+        first = outputs[workers[0]].read_bytes()
+        out["worker_designs_byte_identical"] = all(
+            outputs[n].read_bytes() == first for n in workers
+        )
+    if "local1" in outputs and workers:
+        a, b = (pd.read_csv(outputs[n]) for n in ("local1", workers[0]))
+        cols = [c for c in a.columns if c.startswith("AutoGP")]
+        diff = (a[cols] - b[cols]).abs() / b[cols].abs().clip(lower=1e-300)
+        out["local1_byte_identical"] = outputs["local1"].read_bytes() == first
+        out["local1_max_relative_difference"] = float(diff.to_numpy().max())
+    return out
+
+
+def fit_command(data: Path, out: Path, backend: str, workers: int, args: argparse.Namespace,
+                resume: Path | None = None) -> list[str]:
+    cmd = [sys.executable, "-m", "autogp.cli.main", "fit", str(data), "--id-col", "unique_id",
+           "--backend", backend, "--workers", str(workers), "--output", str(out)]
+    if args.config:
+        cmd += ["--config", str(args.config)]
+    for item in args.settings:
+        cmd += ["--set", item]
+    if resume is not None:
+        cmd += ["--resume", str(resume)]
+    return cmd
+
+
+def run_fit(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
+    started = time.perf_counter()
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    match = FITTED.search(done.stderr)
+    fit = float(match.group(2)) if match else float("nan")
+    return {"wall_seconds": round(wall, 2), "fit_seconds": fit}
+
+
+def resume_experiment(data: Path, work: Path, env: dict[str, str], args: argparse.Namespace,
+                      n_series: int, full: dict[str, float], reference: Path) -> dict:
+    """Stop a ``local 2`` run with SIGTERM once about half the series are saved, resume it,
+    compare the forecast with the uninterrupted one and the resumed part's time with a full
+    run's."""
+    import pickle
+
+    folder = work / "resume"
+    out = work / "resumed.csv"
+    cmd = fit_command(data, out, "local", 2, args, resume=folder)
+
+    def saved() -> int:
+        count = 0
+        for p in folder.glob("chunk-*.pkl"):
+            try:
+                count += len(pickle.loads(p.read_bytes())["fits"])
+            except Exception:  # noqa: BLE001 - a file being replaced
+                pass
+        return count
+
+    started = time.perf_counter()
+    log = open(work / "stopped.log", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+    while proc.poll() is None and saved() < n_series / 2:
+        time.sleep(0.5)
+    stopped_after = time.perf_counter() - started
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=120)
+    log.close()
+    kept = saved()
+    second = run_fit(cmd, env)
+    return {
+        "stopped_after_seconds": round(stopped_after, 2),
+        "exit_code_when_stopped": proc.returncode,
+        "series_kept": kept,
+        "series": n_series,
+        "resumed_fit_seconds": second["fit_seconds"],
+        "resumed_wall_seconds": second["wall_seconds"],
+        "resumed_over_full_fit": round(second["fit_seconds"] / full["fit_seconds"], 3),
+        "identical_to_uninterrupted": out.read_bytes() == reference.read_bytes(),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="?", type=Path, help="long CSV: unique_id, ds, y[, split]")
+    parser.add_argument("--limit", type=int, default=None, help="a stratified sample of N series")
+    parser.add_argument("--config", type=Path, default=None, help="autogp TOML config")
+    parser.add_argument("--set", dest="settings", action="append", default=[],
+                        help="config override key=value (repeatable)")
+    parser.add_argument("--designs", default=",".join(DESIGNS),
+                        help=f"comma-separated subset of {list(DESIGNS)}")
+    parser.add_argument("--no-resume", action="store_true", help="skip the resume experiment")
+    parser.add_argument("--cold", action="store_true", help="no warm-up of the compile cache")
+    parser.add_argument("--tiny", action="store_true", help="smoke run: 4 short series")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args(argv)
+    if args.tiny:
+        panel = tiny_panel()
+        args.settings = TINY_SETTINGS + args.settings
+    elif args.data is None:
+        parser.error("give a data file or --tiny")
+    else:
+        panel = load_panel(args.data, args.limit, seed=0)
+    designs = [d.strip() for d in args.designs.split(",") if d.strip()]
+    unknown = [d for d in designs if d not in DESIGNS]
+    if unknown:
+        parser.error(f"unknown designs {unknown}; choose from {list(DESIGNS)}")
+    n_series = panel["unique_id"].nunique()
+    results: dict = {
+        "machine": f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores",
+        "load_average_at_start": [round(v, 2) for v in os.getloadavg()],
+        "series": n_series,
+        "observations": len(panel),
+        "settings": {"config": str(args.config) if args.config else None, "set": args.settings},
+        "designs": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        data = work / "panel.csv"
+        panel.to_csv(data, index=False)
+        env = dict(os.environ, AUTOGP_CACHE_DIR=str(work / "jax-cache"),
+                   PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        env.pop("JAX_COMPILATION_CACHE_DIR", None)
+        if not args.cold:
+            # Every shape the panel needs, compiled once by each kind of process: this one
+            # (local1), the pool's (shared cache) and each Dask worker (its own cache).
+            for backend, workers in (("local", 1), ("local", 2), ("dask", 2)):
+                run_fit(fit_command(data, work / "warm-fc.csv", backend, workers, args), env)
+        outputs = {}
+        for name in designs:
+            backend, workers = DESIGNS[name]
+            outputs[name] = work / f"{name}.csv"
+            timing = run_fit(fit_command(data, outputs[name], backend, workers, args), env)
+            timing["series_per_second"] = round(n_series / timing["fit_seconds"], 4)
+            results["designs"][name] = timing
+            print(f"{name:7s} fit {timing['fit_seconds']:8.1f} s  "
+                  f"wall {timing['wall_seconds']:8.1f} s  "
+                  f"{timing['series_per_second']:.3f} series/s", flush=True)
+        fit = {k: v["fit_seconds"] for k, v in results["designs"].items()}
+        ratios = {}
+        for a, b in (("dask2", "local2"), ("local2", "local1"), ("dask2", "dask1")):
+            if a in fit and b in fit:
+                ratios[f"{a}/{b} fit time"] = round(fit[a] / fit[b], 3)
+        for a, b in (("local1", "local2"), ("dask1", "dask2")):
+            if a in fit and b in fit:
+                ratios[f"speed-up {b} over {a}"] = round(fit[a] / fit[b], 3)
+        results["ratios"] = ratios
+        results["forecasts"] = compare(outputs)
+        if not args.no_resume and "local2" in outputs:
+            results["resume"] = resume_experiment(data, work, env, args, n_series,
+                                                  results["designs"]["local2"], outputs["local2"])
+    for k, v in ratios.items():
+        print(f"{k}: {v}")
+    for k, v in results["forecasts"].items():
+        print(f"{k}: {v}")
+    if "resume" in results:
+        r = results["resume"]
+        print(f"resume: stopped after {r['stopped_after_seconds']} s with {r['series_kept']}/"
+              f"{r['series']} series kept; resumed fit {r['resumed_fit_seconds']} s = "
+              f"{r['resumed_over_full_fit']} x the full local2 fit; identical output: "
+              f"{r['identical_to_uninterrupted']}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

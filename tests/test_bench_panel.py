@@ -1,0 +1,61 @@
+"""Smoke test of scripts/bench_panel.py on tiny inputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    path = ROOT / "scripts" / "bench_panel.py"
+    spec = importlib.util.spec_from_file_location("bench_panel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compare_reports_byte_identity_and_the_in_process_difference(tmp_path):
+    bench = _script()
+    base = pd.DataFrame({"unique_id": ["a", "a"], "ds": [1, 2], "AutoGP": [10.0, 20.0],
+                         "AutoGP-lo-80": [8.0, 15.0]})
+    paths = {}
+    for name in ("local2", "dask2"):
+        paths[name] = tmp_path / f"{name}.csv"
+        base.to_csv(paths[name], index=False)
+    off = base.copy()
+    off.loc[1, "AutoGP-lo-80"] = 15.0 * (1 + 3e-12)
+    paths["local1"] = tmp_path / "local1.csv"
+    off.to_csv(paths["local1"], index=False)
+    out = bench.compare(paths)
+    assert out["worker_designs_byte_identical"] is True
+    assert out["local1_byte_identical"] is False
+    expected = abs(float(pd.read_csv(paths["local1"])["AutoGP-lo-80"][1]) - 15.0) / 15.0
+    assert out["local1_max_relative_difference"] == pytest.approx(expected, rel=1e-6)
+    base.assign(AutoGP=[10.0, 21.0]).to_csv(paths["dask2"], index=False)
+    assert bench.compare(paths)["worker_designs_byte_identical"] is False
+
+
+def test_tiny_panel_has_four_series_of_one_length():
+    panel = _script().tiny_panel()
+    sizes = panel.groupby("unique_id").size()
+    assert list(sizes.index) == ["w0", "w1", "w2", "w3"] and set(sizes) == {16}
+    airline = pd.read_csv(ROOT / "examples" / "data" / "airline.csv")
+    np.testing.assert_array_equal(panel["y"].to_numpy(), airline["y"].to_numpy()[:64])
+
+
+@pytest.mark.slow
+def test_bench_runs_end_to_end_on_the_tiny_panel(tmp_path):
+    out = tmp_path / "bench.json"
+    _script().main(["--tiny", "--designs", "local1", "--cold", "--no-resume", "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert result["series"] == 4 and set(result["designs"]) == {"local1"}
+    timing = result["designs"]["local1"]
+    assert 0 < timing["fit_seconds"] <= timing["wall_seconds"]
+    assert timing["series_per_second"] == pytest.approx(4 / timing["fit_seconds"], rel=1e-3)
