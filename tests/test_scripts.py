@@ -30,7 +30,11 @@ SMOKE_ARGS = {
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
 }
 # script -> the test file that runs it on tiny inputs itself
-COVERED_ELSEWHERE = {"choose_defaults.py": "test_choose_defaults.py"}
+COVERED_ELSEWHERE = {
+    "bench_panel.py": "test_bench_panel.py",
+    "bench_scaling.py": "test_bench_scaling.py",
+    "choose_defaults.py": "test_choose_defaults.py",
+}
 
 
 def test_every_script_has_a_smoke_run():
