@@ -200,6 +200,57 @@ metrics = ["smape", "mase", "coverage", "lpd"]
     assert metrics["n_test"].tolist() == [18] and 0 < metrics["smape"].iloc[0] < 50
 
 
+def test_run_scores_each_series_on_its_test_rows_with_its_season(monkeypatch, tmp_path):
+    # A panel like the development panel: monthly dates and trading-day numbers in one ds
+    # column, test rows of different lengths, the calendar of the numbers in a freq column.
+    install_fake_smc(monkeypatch)
+    src = pd.read_csv(AIRLINE)
+    monthly = src.assign(unique_id="monthly", freq="MS",
+                         split=["train"] * 126 + ["test"] * 18)
+    days = np.arange(1, 101)
+    trading = pd.DataFrame({"unique_id": "trading", "ds": days, "freq": "B",
+                            "y": 100 + 10 * np.sin(days / 3.0) + 0.3 * days,
+                            "split": ["train"] * 86 + ["test"] * 14})
+    (tmp_path / "data").mkdir()
+    pd.concat([monthly, trading]).to_csv(tmp_path / "data" / "panel.csv", index=False)
+    (tmp_path / "configs").mkdir()
+    config = tmp_path / "configs" / "exp.toml"
+    config.write_text(
+        f"""
+[data]
+path = "../data/panel.csv"   # relative to the config file, not to the working directory
+id_col = "unique_id"
+split_col = "split"
+freq_col = "freq"
+
+[output]
+dir = "{(tmp_path / "out").as_posix()}"
+plot = ""
+model = ""
+
+[experiment]
+metrics = ["mase", "coverage"]
+"""
+    )
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    result = runner.invoke(app, ["run", str(config), "--quiet"])
+    assert result.exit_code == 0, result.output
+    metrics = pd.read_csv(tmp_path / "out" / "metrics.csv").set_index("unique_id")
+    assert metrics.loc["monthly", "n_test"] == 18 and metrics.loc["trading", "n_test"] == 14
+    fc = pd.read_csv(tmp_path / "out" / "forecast.csv")
+    for uid, season in (("monthly", 12), ("trading", 5)):
+        rows = fc[fc["unique_id"] == uid]
+        train = pd.concat([monthly, trading])
+        y_train = train[(train["unique_id"] == uid) & (train["split"] == "train")]["y"]
+        y_train = y_train.to_numpy(dtype=float)
+        scale = np.mean(np.abs(y_train[season:] - y_train[:-season]))
+        expected = np.mean(np.abs(rows["y"] - rows["AutoGP"])) / scale
+        assert metrics.loc[uid, "mase"] == pytest.approx(expected)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["comparison"]["AutoGP"]["mase"] == pytest.approx(metrics["mase"].mean())
+
+
 def test_run_needs_a_data_path(tmp_path):
     config = tmp_path / "nodata.toml"
     config.write_text("[smc]\nnum_particles = 2\n")

@@ -26,7 +26,7 @@ from autogp.forecast.scoring import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-M3_MONTHLY = Path("/work/shared/data/m3_monthly.csv.gz")
+M3_MONTHLY = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "m3_monthly.csv.gz"
 
 
 # ---- mixture CRPS ----------------------------------------------------------------------------

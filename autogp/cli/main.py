@@ -225,8 +225,11 @@ def _print_explanation(console: Console, model: Any, top: int) -> None:
         rows = kern[kern["unique_id"] == uid].head(top)
         fit = model.fits[uid]
         unit = f" ({fit.scaler.units} units)" if fit.scaler.transformed else ""
+        prefix = f"{uid}: " if len(model.unique_ids) > 1 else ""
+        if fit.scaler.transform_reason:
+            console.print(f"  {prefix}{fit.scaler.transform_reason}", markup=False,
+                          soft_wrap=True)
         for _, r in rows.iterrows():
-            prefix = f"{uid}: " if len(model.unique_ids) > 1 else ""
             console.print(
                 f"  {prefix}{100 * r['weight']:5.1f}%  {r['expression']}  "
                 f"noise sd {r['noise_sd']:.4g}{unit}",

@@ -69,7 +69,8 @@ def apply_freq_column(series: list[TimeSeries], data_path: Path, config: Config
     d = config.data
     columns = [d.freq_col] + ([d.id_col] if d.id_col else [])
     try:
-        frame = pd.read_csv(data_path, usecols=columns, sep=d.sep)
+        frame = pd.read_csv(data_path, usecols=columns, sep=d.sep,
+                            engine="c" if d.sep else "python")
     except ValueError as exc:
         raise DataError(f"{data_path}: data.freq_col = {d.freq_col!r}: {exc}") from None
     if d.id_col is None:

@@ -11,14 +11,22 @@ and pick the ``lam`` in [-1, 2] that minimises the coefficient of variation of
 (``scipy.stats.boxcox_normmax`` is a different criterion, the most normal marginal distribution,
 which for a trending series measures the trend's shape, not how the spread grows.)
 
-``transform = "auto"`` then decides, leaning to no transform:
+``transform = "auto"`` then decides, for positive series leaning to the log:
 
 * values not all positive, or fewer than three blocks: no transform;
-* no transform when the best lam hardly explains the spread better than ``lam = 1`` (the
-  criterion at ``lam = 1`` within ``NONE_RATIO`` of its minimum over [0, 1]);
-* otherwise log when lam is near 0 (the criterion at 0 within ``LOG_RATIO`` of the minimum, or
-  lam < 0, as negative powers bound the transformed scale and make upper quantiles explode), and
-  Box-Cox with the estimated lam in (0, 1) otherwise.
+* log when lam is near 0 (the criterion at 0 within ``LOG_RATIO`` of its minimum over [0, 1]),
+  or below 0 (negative powers bound the transformed scale and make upper quantiles explode);
+* otherwise no transform when lam = 1 explains the spread about as well as the best lam (the
+  criterion at 1 within ``NONE_RATIO`` of the minimum): the data say the spread does not grow
+  with the level;
+* otherwise Box-Cox with the estimated lam in (0, 1).
+
+Why lean to the log: on short series Guerrero's criterion is flat and its estimate noisy, and
+rolling-origin validation inside the training data (``scripts/choose_defaults.py``,
+``benchmarks/choose_defaults/``: 26 windows of 10 development-panel and 3 M3 series) scored
+log-for-positive-series at mean MASE 1.475 / scaled CRPS 0.0453 / 95% coverage 0.89 against
+1.793 / 0.0484 / 0.84 on the raw scale, and a rule leaning to no transform at 1.641 / 0.0478 /
+0.87; this rule scores 1.517 / 0.0443 / 0.89 there.
 """
 
 from __future__ import annotations
@@ -30,10 +38,10 @@ from scipy.optimize import minimize_scalar
 
 #: Range of lambda searched by Guerrero's method (as R's forecast package).
 LAMBDA_RANGE = (-1.0, 2.0)
-#: "none" unless the criterion at lam = 1 exceeds its minimum over [0, 1] by this factor.
-NONE_RATIO = 1.25
-#: "log" when the criterion at lam = 0 is within this factor of that minimum.
+#: "log" when the criterion at lam = 0 is within this factor of its minimum over [0, 1].
 LOG_RATIO = 1.1
+#: Otherwise "none" when the criterion at lam = 1 is within this factor of that minimum.
+NONE_RATIO = 1.25
 #: Smallest value of lam * z + 1 in the inverse (its domain ends at 0 for lam != 0).
 _TINY = 1e-12
 #: Below this |lam| the transform is the log (the difference, ~lam (log y)^2 / 2, is rounding).
@@ -155,12 +163,12 @@ def choose_transform(
     cv_none = guerrero_cv(y, 1.0, block)
     cv_log = guerrero_cv(y, 0.0, block)
     what = "seasonal swing" if period > 1 else "spread"
-    if not cv_none > NONE_RATIO * cv_best:
-        return TransformChoice(None, f"fitted in data units: the {what} does not grow clearly "
-                                     f"with the level (Guerrero lambda = {est:.2f})")
     if est <= 0.0 or cv_log <= LOG_RATIO * cv_best:
         return TransformChoice(0.0, f"fitted in log units: the {what} grows with the level "
                                     f"(Guerrero lambda = {est:.2f})")
+    if cv_none <= NONE_RATIO * cv_best:
+        return TransformChoice(None, f"fitted in data units: the {what} does not grow with "
+                                     f"the level (Guerrero lambda = {est:.2f})")
     return TransformChoice(best, f"fitted in Box-Cox units (lambda = {best:.2f}): the {what} "
                                  f"grows with the level, less than proportionally")
 

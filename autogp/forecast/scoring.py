@@ -184,12 +184,12 @@ def mixture_crps(
 
 # ---- panel scores ----------------------------------------------------------------------------
 def _training_values(train: pd.DataFrame) -> dict[object, np.ndarray]:
-    """Training values per series, in time order."""
+    """Training values per series, in time order (sorted per series: a panel may mix series
+    with dates and series with numeric time stamps)."""
     _require_columns(train, ["unique_id", "ds", "y"], "the training frame")
-    ordered = train.sort_values(["unique_id", "ds"], kind="stable")
     return {
-        uid: g["y"].to_numpy(dtype=np.float64)
-        for uid, g in ordered.groupby("unique_id", sort=False)
+        uid: g.sort_values("ds", kind="stable")["y"].to_numpy(dtype=np.float64)
+        for uid, g in train.groupby("unique_id", sort=True)
     }
 
 
