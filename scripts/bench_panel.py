@@ -12,7 +12,7 @@ agrees to rounding). All designs share one fresh JAX compilation cache; by defau
 first (untimed runs of ``local 1``, ``local 2`` and ``dask 2`` on the same panel), so the times
 compare fitting, not compiling (``--cold`` skips the warm-up).
 
-    python scripts/bench_panel.py /work/shared/data/m3_monthly.csv.gz --limit 40 \\
+    python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 40 \\
         --config configs/m3_monthly.toml
     python scripts/bench_panel.py --tiny            # smoke run: 4 short series, tiny settings
 

@@ -41,17 +41,11 @@ from autogp import AutoGP  # noqa: E402
 from autogp.inference import smc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-AIRLINE = [
-    ROOT / "examples" / "data" / "airline.csv",
-    ROOT.parent / "shared" / "data" / "airline.csv",
-]
+AIRLINE = ROOT / "examples" / "data" / "airline.csv"
 
 
 def _airline() -> pd.DataFrame:
-    for path in AIRLINE:
-        if path.exists():
-            return pd.read_csv(path)
-    raise FileNotFoundError("airline.csv not found in examples/data or ../shared/data")
+    return pd.read_csv(AIRLINE)
 
 
 def _timed_fit(model: AutoGP, train) -> tuple[float, int]:
