@@ -41,12 +41,30 @@ from autogp.evaluator.gram import gram, gram_pairs
 #: fails, at most ``MAX_JITTER_RUNGS`` times.
 KUU_JITTER = 1e-6
 MAX_JITTER_RUNGS = 4
+#: Inducing points when the config leaves the number to us (see the README's "Long series").
+DEFAULT_INDUCING = 256
 #: Data points per streamed chunk.
 CHUNK = 1024
 #: Offset (in the normalised time units, where data span [0, 1]) that separates "the same
 #: input" from "a neighbouring input": far below any data spacing, far above rounding.
 DELTA = 1e-9
 _LOG_2PI = math.log(2.0 * math.pi)
+
+
+def default_inducing_points(n: int) -> int:
+    """Inducing points for ``n`` data points when the config leaves it to us."""
+    return int(min(n, DEFAULT_INDUCING))
+
+
+def inducing_points_for(n: int, likelihood: str, inducing_points: int, sparse_above: int) -> int:
+    """How a series of ``n`` points is fitted: 0 for the exact likelihood, else the number of
+    inducing points of the sparse bound (``likelihood``: "auto", "exact" or "sparse";
+    ``inducing_points`` 0: :func:`default_inducing_points`)."""
+    if likelihood not in ("auto", "exact", "sparse"):
+        raise ValueError(f"likelihood must be 'auto', 'exact' or 'sparse', got {likelihood!r}")
+    if likelihood == "exact" or (likelihood == "auto" and n <= sparse_above):
+        return 0
+    return int(inducing_points) if inducing_points > 0 else default_inducing_points(n)
 
 
 def inducing_grid(x, mask, num_inducing: int):
@@ -140,8 +158,10 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
 
     def chunk_terms(xc, yc, mc):
         m = mc.astype(x.dtype)
-        k_all = gram_pairs(ops, params, xc)
-        k_cont = gram_pairs(ops, params, xc, xc + DELTA)
+        # k(x, x) and k(x, x + DELTA) in one call (one compiled copy of the evaluator).
+        both = gram_pairs(ops, params, jnp.concatenate([xc, xc], axis=1),
+                          jnp.concatenate([xc, xc + DELTA], axis=1))
+        k_all, k_cont = both[:, : xc.shape[1]], both[:, xc.shape[1]:]
         # Per-point noise; masked points get weight 0 through m (and a harmless variance).
         var = noise_var[:, None] + jnp.maximum(k_all - k_cont, 0.0)
         w = m / jnp.sqrt(var)
