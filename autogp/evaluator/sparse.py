@@ -156,12 +156,17 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
     def split(a):  # [B, N'] -> [chunks, B, C]
         return jnp.swapaxes(a.reshape(B, -1, C), 0, 1)
 
-    def chunk_terms(xc, yc, mc):
-        m = mc.astype(x.dtype)
-        # k(x, x) and k(x, x + DELTA) in one call (one compiled copy of the evaluator).
+    def diagonals(_, xc):
+        # k(x, x) and k(x, x + DELTA) in one call (one compiled copy of the evaluator). Its
+        # residuals are only the inputs: no need to recompute this scan in the backward pass.
         both = gram_pairs(ops, params, jnp.concatenate([xc, xc], axis=1),
                           jnp.concatenate([xc, xc + DELTA], axis=1))
-        k_all, k_cont = both[:, : xc.shape[1]], both[:, xc.shape[1]:]
+        return None, (both[:, : xc.shape[1]], both[:, xc.shape[1]:])
+
+    _, (k_all, k_cont) = jax.lax.scan(diagonals, None, split(x))  # [chunks, B, C] each
+
+    def chunk_terms(xc, yc, mc, k_all, k_cont):
+        m = mc.astype(x.dtype)
         # Per-point noise; masked points get weight 0 through m (and a harmless variance).
         var = noise_var[:, None] + jnp.maximum(k_all - k_cont, 0.0)
         w = m / jnp.sqrt(var)
@@ -183,13 +188,12 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
 
     @jax.checkpoint  # recompute each chunk in the backward pass instead of storing [B, M, N]
     def body(carry, inputs):
-        xc, yc, mc = inputs
         # Chunks beyond every particle's data (early annealing rounds) cost nothing.
-        terms = jax.lax.cond(jnp.any(mc), chunk_terms, lambda *_: zeros(), xc, yc, mc)
+        terms = jax.lax.cond(jnp.any(inputs[2]), chunk_terms, lambda *_: zeros(), *inputs)
         return tuple(c + t for c, t in zip(carry, terms, strict=True)), None
 
     (AAt, Ay, trace_term, yy, log_noise), _ = jax.lax.scan(
-        body, zeros(), (split(x), split(y), split(mask))
+        body, zeros(), (split(x), split(y), split(mask), k_all, k_cont)
     )
     AAt = 0.5 * (AAt + jnp.swapaxes(AAt, -1, -2))
     n = jnp.sum(mask, axis=-1).astype(x.dtype)
