@@ -358,7 +358,7 @@ class SMCConfig:
         lo=0, hi=100_000,
     )
     sparse_above: int = _key(
-        2000, "likelihood = 'auto' uses the sparse likelihood above this many points", "int",
+        1000, "likelihood = 'auto' uses the sparse likelihood above this many points", "int",
         lo=1, hi=100_000_000,
     )
 
