@@ -397,6 +397,21 @@ class SMCConfig:
         0.05, "spread (sd of the log period) of the proposal around each peak", "float",
         lo=1e-4, hi=2.0,
     )
+    likelihood: str = _key(
+        "auto",
+        "exact GP likelihood (cost ~ n^3), or the sparse variational bound with inducing points "
+        "(Titsias 2009, cost ~ n m^2) for long series; auto: sparse above sparse_above points",
+        "choice",
+        choices=("auto", "exact", "sparse"),
+    )
+    inducing_points: int = _key(
+        0, "inducing points of the sparse likelihood (0: chosen from the series length)", "int",
+        lo=0, hi=100_000,
+    )
+    sparse_above: int = _key(
+        1000, "likelihood = 'auto' uses the sparse likelihood above this many points", "int",
+        lo=1, hi=100_000_000,
+    )
 
     def _check(self, prefix: str) -> None:
         if self.schedule == "counts" and not self.counts:

@@ -324,3 +324,54 @@ def is_regular_grid(x, rtol: float = 1e-9) -> bool:
     d = np.diff(x, axis=1)
     step = d[:, :1]
     return bool(np.all(step > 0) and np.all(np.abs(d - step) <= rtol * np.abs(step)))
+
+
+# --- pairs k(x1_i, x2_i): the diagonal and its neighbours -------------------------------------
+# The same work-list walks as above, vmapped over the points with 1 x 1 matrices: the loops and
+# switches stay unbatched (they depend on the trees only), so the work is O(N) per node instead
+# of the O(N^2) of a full matrix. The sparse likelihood needs the diagonal of K(x, x).
+def _pair_values(ops, theta, x1, x2):
+    def one_pair(t1, t2):  # [P] each
+        return _gram_values(ops, theta, t1[:, None], t2[:, None])[:, 0, 0]
+
+    return jax.vmap(one_pair, in_axes=(1, 1), out_axes=1)(x1, x2)
+
+
+def _pair_backward(ops, theta, x1, x2, cot):
+    def one_pair(t1, t2, c):  # [P] each
+        return _gram_backward(ops, theta, t1[:, None], t2[:, None], c[:, None, None])
+
+    return jnp.sum(jax.vmap(one_pair, in_axes=(1, 1, 1))(x1, x2, cot), axis=0)
+
+
+@jax.custom_vjp
+def _gram_pairs(ops, params, x1, x2):
+    return _pair_values(ops, constrain(ops, params), x1, x2)
+
+
+def _gram_pairs_fwd(ops, params, x1, x2):
+    theta, constrain_vjp = jax.vjp(functools.partial(constrain, ops), params)
+    return _pair_values(ops, theta, x1, x2), (ops, theta, x1, x2, constrain_vjp)
+
+
+def _gram_pairs_bwd(residuals, cot):
+    ops, theta, x1, x2, constrain_vjp = residuals
+    (dparams,) = constrain_vjp(_pair_backward(ops, theta, x1, x2, cot))
+    return None, dparams, None, None
+
+
+_gram_pairs.defvjp(_gram_pairs_fwd, _gram_pairs_bwd)
+
+
+def gram_pairs(ops, params, x1, x2=None):
+    """``k_p(x1[p, i], x2[p, i])`` ``[P, N]``: with ``x2 = None`` the diagonals of
+    :func:`gram`'s square matrices, in O(N) per node. ``x1``, ``x2``: ``[N]`` or ``[P, N]``.
+    Differentiable with respect to ``params``.
+
+    The backward pass holds a ``[N, P, S, MAX_PARAMS]`` gradient buffer: call it on chunks of
+    a few thousand points for long series.
+    """
+    ops = jnp.asarray(ops)
+    x1 = _broadcast_x(x1, ops.shape[0])
+    x2 = x1 if x2 is None else _broadcast_x(x2, ops.shape[0])
+    return _gram_pairs(ops, params, x1, x2)

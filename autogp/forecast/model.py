@@ -37,6 +37,11 @@ from autogp.data.errors import AutoGPDataWarning
 from autogp.data.timeaxis import to_microseconds
 from autogp.data.transform import boxcox_log_jacobian, choose_transform, inverse_mean
 from autogp.evaluator import gram, posterior_predictive, robust_cholesky
+from autogp.evaluator.sparse import (
+    inducing_points_for,
+    sparse_posterior_predictive,
+    sparse_weights,
+)
 from autogp.forecast import _shapes
 from autogp.forecast import explain as _explain
 from autogp.forecast.mixture import Mixture, make_mixture, mixture_joint_logpdf
@@ -53,6 +58,17 @@ def _predictive(ops, params, noise, x, y, mask, x_new, full_cov):
     return posterior_predictive(
         ops, params, noise, x, y, mask, x_new, observation_noise=False, full_cov=full_cov
     )
+
+
+@functools.partial(jax.jit, static_argnames=("full_cov", "num_inducing"))
+def _sparse_predictive(ops, params, noise, x, y, mask, x_new, full_cov, num_inducing):
+    return sparse_posterior_predictive(
+        ops, params, noise, x, y, mask, x_new, observation_noise=False, full_cov=full_cov,
+        num_inducing=num_inducing,
+    )
+
+
+_sparse_weights = jax.jit(sparse_weights, static_argnames=("num_inducing",))
 
 
 @jax.jit
@@ -93,6 +109,8 @@ class SeriesFit:
     log_marginal_likelihood: float = float("nan")
     history: dict[str, list[Any]] = field(default_factory=dict)
     updates: int = 0
+    # 0: exact GP predictions; else the sparse likelihood's inducing points (as fitted).
+    num_inducing: int = 0
 
     @property
     def unique_id(self) -> str:
@@ -174,9 +192,13 @@ class SeriesFit:
             m = part.stop - part.start
             size = _shapes.bucket_points(m) if not full_cov else _shapes.bucket(m)
             x_new = _shapes.pad_repeat(x_all[part], size)
-            mean, cov = _predictive(
-                ops, params, noise, x, y, mask, jnp.asarray(x_new), full_cov=full_cov
-            )
+            if self.num_inducing > 0:
+                mean, cov = _sparse_predictive(ops, params, noise, x, y, mask,
+                                               jnp.asarray(x_new), full_cov, self.num_inducing)
+            else:
+                mean, cov = _predictive(
+                    ops, params, noise, x, y, mask, jnp.asarray(x_new), full_cov=full_cov
+                )
             means.append(np.asarray(mean)[:P, :m])
             covs.append(np.asarray(cov)[:P, :m, :m] if full_cov else np.asarray(cov)[:P, :m])
         if not parts:
@@ -277,6 +299,12 @@ def _as_stamps(series: TimeSeries, ds: Any) -> tuple[np.ndarray, pd.Index]:
     return series.axis.us_to_numeric(us), pd.DatetimeIndex(us.astype("datetime64[us]"))
 
 
+def _num_inducing(config: Config, n: int) -> int:
+    """0 where a series of ``n`` points gets the exact likelihood, else its inducing points."""
+    smc = config.smc
+    return inducing_points_for(n, smc.likelihood, smc.inducing_points, smc.sparse_above)
+
+
 def _scaler(series: TimeSeries, config: Config) -> Scaler:
     """The normalisation of one series under ``config.data`` (transform, centring). The
     transform is chosen from the training values alone (``data.transform``)."""
@@ -336,6 +364,7 @@ def fit_series_posterior(
         log_weights=np.asarray(result.log_weights, dtype=np.float64),
         log_marginal_likelihood=float(result.log_marginal_likelihood),
         history={k: list(v) for k, v in dict(result.history).items()},
+        num_inducing=_num_inducing(config, series.n),
     )
 
 
@@ -459,10 +488,12 @@ class AutoGP:
         time_col = time_col or d.time_col
         target_col = target_col or d.target_col
         id_col = id_col if id_col is not None else d.id_col
+        # The point cap protects the exact likelihood only; the sparse one scales.
+        max_points = d.max_points if self.config.smc.likelihood == "exact" else None
         common = {
             "strict": d.strict,
             "aggregate": d.aggregate,
-            "max_points": d.max_points,
+            "max_points": max_points,
         }
         if isinstance(data, TimeSeries):
             out = [data]
@@ -480,7 +511,8 @@ class AutoGP:
             out = res if isinstance(res, list) else [res]
         elif isinstance(data, str | Path):
             kwargs = d.read_kwargs()
-            kwargs.update(time_col=time_col, target_col=target_col, id_col=id_col)
+            kwargs.update(time_col=time_col, target_col=target_col, id_col=id_col,
+                          max_points=max_points)
             res = read_csv(data, **kwargs)
             out = res if isinstance(res, list) else [res]
         elif isinstance(data, tuple) and len(data) == 2:
@@ -643,6 +675,7 @@ class AutoGP:
                 noise=np.log(noise_arr).copy(),
                 log_weights=lw,
                 history={"count": [[series.n]]},
+                num_inducing=_num_inducing(model.config, series.n),
             )
         }
         return model
@@ -1054,7 +1087,15 @@ class AutoGP:
     def _decompose_one(self, fit: SeriesFit, t_new: np.ndarray, ds_new: pd.Index) -> pd.DataFrame:
         P = fit.ops.shape[0]
         x, y, mask = (jnp.asarray(a) for a in fit.padded_training())
-        alpha, ok = _alpha(*(jnp.asarray(a) for a in fit.padded_particles()), x, y, mask)
+        particles = [jnp.asarray(a) for a in fit.padded_particles()]
+        if fit.num_inducing > 0:
+            # Each term's mean is K_term(x*, z) @ alpha_u: the same products over z.
+            alpha, z, ok = _sparse_weights(*particles, x, y, mask,
+                                           num_inducing=fit.num_inducing)
+            points = np.asarray(z)[:P]
+        else:
+            alpha, ok = _alpha(*particles, x, y, mask)
+            points = None
         alpha, ok = np.asarray(alpha)[:P], np.asarray(ok)[:P]
         usable = ok & np.all(np.isfinite(alpha), axis=1)
         # The mixture's checks: warn about (or fail on) particles that cannot be used.
@@ -1079,6 +1120,9 @@ class AutoGP:
             size = _shapes.bucket(T, minimum=8)
             term_alpha = _shapes.pad_repeat(alpha[np.asarray(owners)], size, axis=0).copy()
             term_alpha[T:] = 0.0  # padding terms contribute nothing
+            # Per-term training points: x for the exact posterior, the owner's z for sparse.
+            term_x = x if points is None else jnp.asarray(
+                _shapes.pad_repeat(points[np.asarray(owners)], size, axis=0))
             t_ops = jnp.asarray(_shapes.pad_repeat(t_ops, size, axis=0))
             t_params = jnp.asarray(_shapes.pad_repeat(t_params, size, axis=0))
             means = np.zeros((T, M))
@@ -1086,7 +1130,7 @@ class AutoGP:
                 m = part.stop - part.start
                 x_new = _shapes.pad_repeat(x_all[part], _shapes.bucket_points(m))
                 chunk = _cross_means(
-                    t_ops, t_params, jnp.asarray(x_new), x, jnp.asarray(term_alpha)
+                    t_ops, t_params, jnp.asarray(x_new), term_x, jnp.asarray(term_alpha)
                 )
                 means[:, part] = np.asarray(chunk)[:T, :m]
             for m_t, p, kind in zip(means, owners, kinds, strict=True):

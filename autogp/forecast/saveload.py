@@ -130,6 +130,7 @@ def model_to_bytes(model: AutoGP) -> bytes:
                 "scaler": fit.scaler.to_dict(),
                 "log_marginal_likelihood": _jsonable(float(fit.log_marginal_likelihood)),
                 "updates": fit.updates,
+                "num_inducing": fit.num_inducing,
                 "history": _jsonable(fit.history),
                 "particles": [
                     {
@@ -282,6 +283,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             log_marginal_likelihood=float("nan") if lml is None else float(lml),
             history=dict(entry.get("history") or {}),
             updates=int(entry.get("updates", 0)),
+            num_inducing=int(entry.get("num_inducing", 0)),
         )
     if not fits:
         raise _bad(source, "no fitted series")

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from autogp.evaluator import is_regular_grid, log_marginal_likelihood
+from autogp.evaluator.sparse import inducing_points_for, sparse_log_marginal_likelihood
 from autogp.inference import grammar as gr
 from autogp.inference import moves, periods, refine, resampling
 
@@ -54,6 +55,7 @@ class SMCSettings:
     learn_noise: bool = True
     period_proposal: float = 0.5
     period_spread: float = 0.05
+    num_inducing: int = 0  # 0: exact likelihood; else the sparse bound's inducing points
 
     @classmethod
     def from_config(cls, config) -> SMCSettings:
@@ -78,6 +80,13 @@ class SMCSettings:
             period_proposal=smc.period_proposal,
             period_spread=smc.period_spread,
         )
+
+    @classmethod
+    def for_length(cls, config, n: int) -> SMCSettings:
+        """:meth:`from_config` with the likelihood chosen for series of ``n`` points."""
+        smc = config.smc
+        return dataclasses.replace(cls.from_config(config), num_inducing=inducing_points_for(
+            n, smc.likelihood, smc.inducing_points, smc.sparse_above))
 
 
 class SMCState(NamedTuple):
@@ -159,14 +168,18 @@ def _unflat(a, G):
     return a.reshape((G, -1) + a.shape[1:])
 
 
-def _likelihood_fn(data: Data, count: Array, P: int):
-    """Batched log likelihood on round data, over flattened [G*P] particles."""
+def _likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0):
+    """Batched log likelihood on round data, over flattened [G*P] particles (the sparse bound
+    with ``num_inducing`` inducing points when positive)."""
     mask = data.rank < count[:, None]  # [G, N]
     x = jnp.repeat(data.x, P, axis=0)
     y = jnp.repeat(data.y, P, axis=0)
     m = jnp.repeat(mask, P, axis=0)
 
     def fn(ops, params, noise):
+        if num_inducing > 0:
+            return sparse_log_marginal_likelihood(ops, params, noise, x, y, m,
+                                                  num_inducing=num_inducing)
         return log_marginal_likelihood(ops, params, noise, x, y, m, regular_grid=data.regular_grid)
 
     return fn
@@ -208,7 +221,7 @@ def smc_round(
 ) -> tuple[SMCState, dict[str, Array]]:
     """One round: extend the data to ``count`` [G] points, reweight, resample, rejuvenate."""
     G, P = state.noise.shape
-    loglik = _likelihood_fn(data, count, P)
+    loglik = _likelihood_fn(data, count, P, settings.num_inducing)
 
     # Reweight by the incremental likelihood.
     new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
@@ -322,7 +335,8 @@ def draw_parameters(
         return jnp.repeat(a, draws, axis=1)
 
     ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
-    log_posterior = _log_posterior_fn(grammar, _likelihood_fn(data, data.length, P * draws), ops)
+    log_posterior = _log_posterior_fn(grammar, _likelihood_fn(
+        data, data.length, P * draws, settings.num_inducing), ops)
     drawn = refine.hmc(
         log_posterior, ops, params, noise,
         key=key, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
@@ -532,7 +546,7 @@ def run_smc_panel(
     ``seasonal_periods`` (normalised units; per series a period, a list of periods, or None
     where unknown) add each series' calendar seasons to the period proposal."""
     grammar = grammar_from_config(config)
-    settings = SMCSettings.from_config(config)
+    settings = SMCSettings.for_length(config, max(len(x) for x in xs))
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=config.smc.shuffle, key=k_data,
                      period_peaks=config.smc.period_peaks, seasonal_periods=seasonal_periods)
@@ -580,8 +594,8 @@ def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=
     Copies made by ``refine.posterior_draws`` continue as particles of their own (no new draws).
     """
     grammar = grammar_from_config(config)
-    settings = SMCSettings.from_config(config)
     x_all, y_all = np.asarray(x_all), np.asarray(y_all)
+    settings = SMCSettings.for_length(config, len(x_all))
     data = make_data([x_all], [y_all], period_peaks=config.smc.period_peaks,
                      seasonal_periods=[seasonal_period])
     n_old = int(np.asarray(result.history["count"][-1]).ravel()[0]) if result.history.get(
@@ -598,7 +612,7 @@ def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=
         log_evidence=jnp.asarray([result.log_marginal_likelihood]),
     )
     # Current likelihoods on the old data (the state stores them only inside a fit).
-    old = _likelihood_fn(data, jnp.asarray([n_old]), len(result.noise))
+    old = _likelihood_fn(data, jnp.asarray([n_old]), len(result.noise), settings.num_inducing)
     state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
     state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
                                 callback=callback)

@@ -1,0 +1,264 @@
+"""Cost versus series length: exact and sparse likelihoods side by side (not a test).
+
+Three parts, each optional:
+
+* ``eval``: seconds per value-and-gradient of the batched log likelihood (P particles from the
+  grammar's prior, one compiled call) for the exact GP and the sparse bound at several N, next
+  to the *dense floor* (batched Cholesky of the same K + s I plus the inverse the exact gradient
+  needs), and the bound's error against the exact log likelihood where both run;
+* ``fit``: a default fit per N and method of a synthetic series (trend + seasons 24 and 168 +
+  noise), each in its own subprocess: fit time, peak memory (max RSS of the process), and on the
+  next 24 points MASE over the seasonal-naive MASE (< 1: better than seasonal naive) and the
+  95% interval's coverage;
+* ``long``: the same for the real long series in a CSV (``unique_id, ds, y, split``; rows with
+  ``split == test`` held out), with defaults.
+
+The machine's load matters: run on an idle machine for numbers to compare.
+
+    python scripts/bench_scaling.py [--tiny] [--sizes 100 300 ...] [--long PATH]
+                                    [--json PATH] [--parts eval fit long]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+SEASON = 24
+HORIZON = 24
+#: Season (for MASE and seasonal naive) and horizon of the bundled long series, by id prefix.
+LONG_SEASONS = {
+    "datasets.sunspot": 12, "datasets.treering": 1, "forecast.taylor": 48,
+    "fpp2.elecdemand": 48, "fpp3.bank_calls": 169,
+}
+
+
+def synthetic(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``n + HORIZON`` hourly points: trend, daily and weekly seasons, noise."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n + HORIZON, dtype=float)
+    y = (0.002 * t + np.sin(2 * np.pi * t / SEASON) + 0.5 * np.sin(2 * np.pi * t / 168.0)
+         + 0.3 * rng.normal(size=t.size))
+    return t, y
+
+
+def scores(y_train, y_test, mean, lo, hi, season: int) -> dict:
+    from autogp.forecast.metrics import coverage, mase
+
+    m = season if y_train.size > season else 1
+    naive = y_train[-m:][np.arange(y_test.size) % m]
+    ours, base = mase(y_test, mean, y_train, m), mase(y_test, naive, y_train, m)
+    return {"mase": ours, "mase_naive": base, "mase_ratio": ours / base,
+            "coverage95": coverage(y_test, lo, hi)}
+
+
+# --- one fit (runs in a child process) -----------------------------------------------------
+def _child(spec: dict) -> dict:
+    from autogp import AutoGP
+
+    overrides = dict(spec["overrides"])
+    if spec["kind"] == "synthetic":
+        t, y = synthetic(spec["n"], spec["seed"])
+        n = spec["n"]
+        train, test_t, y_test = (t[:n], y[:n]), t[n:], y[n:]
+        y_train = y[:n]
+    else:
+        frame = pd.read_csv(spec["path"])
+        frame = frame[frame["unique_id"] == spec["unique_id"]]
+        if spec.get("last"):
+            frame = frame.iloc[-spec["last"]:]
+        ds = pd.to_numeric(frame["ds"], errors="coerce")
+        frame = frame.assign(ds=ds if ds.notna().all() else pd.to_datetime(frame["ds"]))
+        is_test = frame["split"].eq("test").to_numpy()
+        train = frame.loc[~is_test, ["ds", "y"]]
+        test_t, y_test = frame.loc[is_test, "ds"], frame.loc[is_test, "y"].to_numpy(float)
+        y_train = train["y"].to_numpy(float)
+    model = AutoGP(progress=False, seed=spec["seed"], overrides=overrides)
+    start = time.perf_counter()
+    model.fit(train)
+    fit_s = time.perf_counter() - start
+    fc = model.predict(list(test_t), level=[95])
+    predict_s = time.perf_counter() - start - fit_s
+    fit = model.fits[model.unique_ids[0]]
+    out = {"fit_s": fit_s, "predict_s": predict_s, "num_inducing": fit.num_inducing,
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    out.update(scores(y_train, y_test, fc["AutoGP"].to_numpy(), fc["AutoGP-lo-95"].to_numpy(),
+                      fc["AutoGP-hi-95"].to_numpy(), spec["season"]))
+    return out
+
+
+def run_case(spec: dict, timeout: float) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout:.0f} s"}
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out["wall_s"] = time.perf_counter() - start
+    return out
+
+
+# --- per-evaluation cost ----------------------------------------------------------------------
+def _timed(fn, *args, repeats: int) -> float:
+    jax.block_until_ready(fn(*args))  # compile
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def eval_costs(sizes, particles: int, inducing: int, exact_max: int, repeats: int,
+               seed: int) -> list[dict]:
+    from autogp.evaluator import gram, log_marginal_likelihood
+    from autogp.evaluator.sparse import sparse_log_marginal_likelihood
+    from autogp.inference import grammar as gr
+
+    grammar = gr.Grammar.default(max_depth=3)
+    ops, params, _ = gr.sample_prior(grammar, particles, key=jax.random.key(seed))
+    noise = jnp.full((particles,), np.log(0.1))
+    rows = []
+    for n in sizes:
+        t, y = synthetic(n, seed)
+        x = jnp.asarray(t[:n] / n)
+        yy = jnp.asarray((y[:n] - y[:n].mean()) / y[:n].std())
+        row = {"n": n, "particles": particles, "inducing": inducing}
+
+        def value_and_grad(loglik):
+            def total(p, s):
+                v = loglik(p, s)
+                return jnp.sum(jnp.where(jnp.isfinite(v), v, 0.0)), v
+
+            return jax.jit(jax.value_and_grad(total, argnums=(0, 1), has_aux=True))
+
+        def sparse(p, s, x=x, yy=yy):
+            return sparse_log_marginal_likelihood(ops, p, s, x, yy, num_inducing=inducing)
+
+        row["sparse_s"] = _timed(value_and_grad(sparse), params, noise, repeats=repeats)
+        if n <= exact_max:
+            def exact(p, s, x=x, yy=yy):
+                return log_marginal_likelihood(ops, p, s, x, yy)
+
+            row["exact_s"] = _timed(value_and_grad(exact), params, noise, repeats=repeats)
+
+            @jax.jit
+            def floor(K, s):
+                eye = jnp.eye(K.shape[-1], dtype=K.dtype)
+                L = jnp.linalg.cholesky(K + jnp.exp(s)[:, None, None] * eye)
+                W = jax.scipy.linalg.solve_triangular(L, jnp.broadcast_to(eye, L.shape),
+                                                      lower=True)
+                return jnp.swapaxes(W, -1, -2) @ W
+
+            K = jax.jit(gram)(ops, params, x)
+            row["dense_floor_s"] = _timed(floor, K, noise, repeats=repeats)
+            row["exact_over_floor"] = row["exact_s"] / row["dense_floor_s"]
+            row["sparse_over_floor"] = row["sparse_s"] / row["dense_floor_s"]
+            ex = np.asarray(jax.jit(exact)(params, noise))
+            sp = np.asarray(jax.jit(sparse)(params, noise))
+            ok = np.isfinite(ex) & np.isfinite(sp)
+            gap = (ex - sp)[ok] / n  # per data point, nats
+            row["bound_gap_per_point"] = {
+                "median": float(np.median(gap)), "max": float(np.max(gap)),
+                "min": float(np.min(gap)),
+            }
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+# --- main -----------------------------------------------------------------------------------------
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tiny", action="store_true", help="seconds-long smoke run")
+    ap.add_argument("--parts", nargs="+", default=["eval", "fit", "long"],
+                    choices=("eval", "fit", "long"))
+    ap.add_argument("--sizes", nargs="+", type=int,
+                    default=[100, 300, 1000, 3000, 10000, 30000])
+    ap.add_argument("--eval-sizes", nargs="+", type=int, default=[300, 1000, 3000, 10000, 30000])
+    ap.add_argument("--methods", nargs="+", default=["exact", "sparse"],
+                    choices=("exact", "sparse"))
+    ap.add_argument("--exact-max", type=int, default=3000,
+                    help="largest N fitted/evaluated with the exact likelihood")
+    ap.add_argument("--inducing", type=int, default=0, help="inducing points (0: default)")
+    ap.add_argument("--particles", type=int, default=8, help="particles in the eval part")
+    ap.add_argument("--long", type=Path, default=None, help="CSV of long series (long part)")
+    ap.add_argument("--long-last", type=int, default=0,
+                    help="use only the last points of each long series (0: all)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args.child is not None:
+        print(json.dumps(_child(json.loads(args.child))))
+        return {}
+
+    from autogp.evaluator.sparse import DEFAULT_INDUCING
+
+    inducing = args.inducing or DEFAULT_INDUCING
+    overrides = {}
+    if args.inducing:
+        overrides["smc.inducing_points"] = args.inducing
+    if args.tiny:
+        args.sizes, args.eval_sizes, args.exact_max = [40], [40], 40
+        args.particles, inducing = 2, 8
+        overrides.update({
+            "smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 1,
+            "refine.steps": 2, "grammar.max_depth": 2, "smc.inducing_points": 8,
+        })
+        args.long_last = args.long_last or 60
+    report: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+                    "inducing": inducing, "tiny": args.tiny}
+
+    if "eval" in args.parts:
+        report["eval"] = eval_costs(args.eval_sizes, args.particles, inducing, args.exact_max,
+                                    repeats=1 if args.tiny else 3, seed=args.seed)
+    if "fit" in args.parts:
+        report["fit"] = []
+        for n in args.sizes:
+            for method in args.methods:
+                if method == "exact" and n > args.exact_max:
+                    continue
+                spec = {"kind": "synthetic", "n": n, "seed": args.seed, "season": SEASON,
+                        "overrides": {**overrides, "smc.likelihood": method}}
+                row = {"n": n, "method": method, **run_case(spec, args.timeout)}
+                report["fit"].append(row)
+                print(json.dumps(row), flush=True)
+    if "long" in args.parts and args.long is not None:
+        report["long"] = []
+        ids = pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique()
+        for uid in ids:
+            season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
+            spec = {"kind": "csv", "path": str(args.long), "unique_id": uid, "seed": args.seed,
+                    "season": season, "last": args.long_last, "overrides": overrides}
+            row = {"unique_id": uid, "season": season, **run_case(spec, args.timeout)}
+            report["long"].append(row)
+            print(json.dumps(row), flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2))
+    return report
+
+
+if __name__ == "__main__":
+    main()
