@@ -51,8 +51,8 @@ def fit_panel(
     """Fit every series of ``all_series`` under ``config``.
 
     Args:
-        backend: ``"local"`` or ``"dask"`` (default ``smc.backend``; ``"dask"`` when a
-            ``client`` is given).
+        backend: ``"local"`` or ``"dask"`` (default: ``"dask"`` when a ``client`` or
+            ``scheduler`` is given here, else ``smc.backend``).
         scheduler: a Dask scheduler address (default ``smc.scheduler``; unset: a
             ``LocalCluster`` of ``workers`` workers for this call).
         client: a ``dask.distributed.Client`` to run on.
@@ -67,8 +67,8 @@ def fit_panel(
     In a panel a series that fails is recorded in ``errors`` and the others are fitted; a
     single series' error is raised. Ctrl-C stops the run after saving nothing half-done.
     """
-    if client is not None:
-        backend = "dask"
+    if backend is None and (client is not None or scheduler is not None):
+        backend = "dask"  # a client or a scheduler address given here means Dask
     backend = backend or config.smc.backend
     if backend not in BACKENDS:
         raise ConfigError(f"backend must be one of {list(BACKENDS)}, got {backend!r}",
