@@ -207,7 +207,10 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.cold:
             # Every shape the panel needs, compiled once by each kind of process: this one
             # (local1), the pool's (shared cache) and each Dask worker (its own cache).
-            for backend, workers in (("local", 1), ("local", 2), ("dask", 2)):
+            kinds = [("local", 1)] if "local1" in designs else []
+            kinds += [("local", 2)] if {"local2"} & set(designs) or not args.no_resume else []
+            kinds += [("dask", 2)] if {"dask1", "dask2"} & set(designs) else []
+            for backend, workers in kinds:
                 run_fit(fit_command(data, work / "warm-fc.csv", backend, workers, args), env)
         outputs = {}
         for name in designs:

@@ -219,13 +219,17 @@ def test_a_killed_worker_loses_nothing(cache_env, one_worker, tmp_path, monkeypa
     panel = from_frame(_tiny_panel(), id_col="unique_id")
     with start_local_cluster(2) as cluster, distributed.Client(cluster) as client:
         first_pids = set(client.run(os.getpid).values())
-        result = fit_panel(model.config, panel, client=client,
+        # by address, as for a cluster started with `dask scheduler` / `dask worker`
+        result = fit_panel(model.config, panel, scheduler=cluster.scheduler_address,
                            task=fit_chunk_killing_its_worker_once)
         later_pids = set(client.run(os.getpid).values())
+        # and through a client of the caller's
+        again = model.fit(_tiny_panel(), client=client).predict(4)
     assert (tmp_path / "killed").exists() and first_pids != later_pids  # a worker did die
     assert sorted(result.fits) == ["a", "b", "c"] and not result.errors
     fc = AutoGP.from_fits([result.fits[u] for u in "abc"], model.config).predict(4)
     assert np.array_equal(_values(fc), _values(one_worker))
+    assert np.array_equal(_values(again), _values(one_worker))
 
 
 # ---- resumable runs ----------------------------------------------------------------------------

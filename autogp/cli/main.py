@@ -330,6 +330,7 @@ def fit(
         overrides["smc.backend"] = backend
     if scheduler is not None:
         overrides["smc.scheduler"] = scheduler
+        overrides.setdefault("smc.backend", "dask")
     model = AutoGP(
         config,
         seed=seed,
@@ -500,6 +501,7 @@ def run(
         overrides["smc.backend"] = backend
     if scheduler is not None:
         overrides["smc.scheduler"] = scheduler
+        overrides.setdefault("smc.backend", "dask")
     with stop_on_sigterm(), unfitted_series_reported_once():
         run_experiment(
             config_path,

@@ -557,8 +557,9 @@ class AutoGP:
             backend: where a panel's series are fitted: ``"local"`` (``smc.workers``
                 processes of this machine) or ``"dask"`` (a ``dask.distributed`` cluster);
                 default ``smc.backend``.
-            scheduler: the Dask scheduler's address (default ``smc.scheduler``; unset: a
-                ``LocalCluster`` of ``smc.workers`` single-threaded workers).
+            scheduler: the Dask scheduler's address (implies ``backend="dask"``; default
+                ``smc.scheduler``; unset: a ``LocalCluster`` of ``smc.workers``
+                single-threaded workers).
             client: a ``dask.distributed.Client`` to use instead (implies ``backend="dask"``).
             resume: a folder where each finished chunk of series is written as it completes;
                 series already there (from an interrupted run with the same settings) are

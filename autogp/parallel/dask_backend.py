@@ -71,7 +71,7 @@ def start_local_cluster(workers: int) -> Any:
         threads_per_worker=1,
         processes=True,
         env=dict(SINGLE_THREAD_ENV),
-        dashboard_address=None,
+        dashboard_address=":0",  # any free port: clusters may run side by side
         silence_logs=logging.ERROR,
     )
 
