@@ -28,6 +28,8 @@ SMOKE_ARGS = {
     "bench_evaluator.py": ["--tiny", "--json", "{tmp}/bench_evaluator.json"],
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
+    "panel_scores.py": ["{tmp}/m3_run", "--baselines", "{tmp}/m3_run/baselines.csv",
+                        "--freq-data", "{tmp}/m3_run/freq.csv", "--json", "{tmp}/scores.json"],
 }
 # script -> the test file that runs it on tiny inputs itself
 COVERED_ELSEWHERE = {
@@ -94,6 +96,9 @@ def _write_m3_run(run_dir: Path) -> dict[str, float]:
         run_dir / "metrics.csv", index=False
     )
     (run_dir / "summary.json").write_text(json.dumps({"date": "2000-01-01", "series": 2}))
+    pd.DataFrame({"unique_id": ["s1", "s2"], "freq": ["MS", "MS"]}).to_csv(
+        run_dir / "freq.csv", index=False
+    )
     return {
         "smape": float(np.mean(smapes)),
         "mase": float(np.mean(mases)),
@@ -107,7 +112,8 @@ def _write_m3_run(run_dir: Path) -> dict[str, float]:
 def runs(tmp_path_factory):
     """Start every script at once; ``runs[name]`` is ``(process, tmp folder, extra facts)``."""
     tmp = tmp_path_factory.mktemp("scripts")
-    facts = {"m3_report.py": _write_m3_run(tmp / "m3_run")}
+    expected = _write_m3_run(tmp / "m3_run")
+    facts = {"m3_report.py": expected, "panel_scores.py": expected}
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
@@ -191,10 +197,21 @@ def check_m3_report(tmp: Path, output: str, expected: dict[str, float]) -> None:
     assert "wrote" in output
 
 
+def check_panel_scores(tmp: Path, output: str, facts) -> None:
+    means = json.loads((tmp / "scores.json").read_text())["means"]
+    assert set(means) == {"AutoGP", "Naive"}
+    for key, value in facts.items():  # MASE at lag 12, from the freq file's "MS"
+        assert means["AutoGP"][key] == pytest.approx(value, rel=1e-12), key
+    # The Naive column is the truth plus one, inside both of its intervals.
+    assert means["Naive"]["coverage_80"] == 1.0 and means["Naive"]["coverage_95"] == 1.0
+    assert "series with autogp MASE" in output
+
+
 CHECKS = {
     "bench_evaluator.py": check_bench_evaluator,
     "bench_smc.py": check_bench_smc,
     "m3_report.py": check_m3_report,
+    "panel_scores.py": check_panel_scores,
 }
 
 
@@ -204,3 +221,4 @@ def test_script_runs_on_tiny_inputs(runs, name):
     output, _ = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 0, f"{name} failed:\n{output[-4000:]}"
     CHECKS[name](tmp, output, facts)
+
