@@ -219,6 +219,20 @@ def _score_one(
     return row
 
 
+def _crps_in_log_units(cdf, t_lo, t_y, t_hi, grid_points: int) -> np.ndarray:
+    """The CRPS integral of a positive variable with CDF ``cdf(t)`` at ``x = e^t``, taken in
+    ``t = log x`` by the trapezoid rule on grids from ``min(t_lo, t_y)`` to ``t_y`` (``F^2``) and
+    from ``t_y`` to ``max(t_hi, t_y)`` (``(1 - F)^2``); ``cdf`` maps ``[K, M]`` to ``[K, M]``."""
+    u = np.linspace(0.0, 1.0, grid_points // 2 + 1)[:, None]
+    start = np.minimum(t_lo, t_y)
+    below = start[None, :] + (t_y - start)[None, :] * u
+    end = np.maximum(t_hi, t_y)
+    above = t_y[None, :] + (end - t_y)[None, :] * u
+    return np.trapezoid(cdf(below) ** 2 * np.exp(below), below, axis=0) + np.trapezoid(
+        (1.0 - cdf(above)) ** 2 * np.exp(above), above, axis=0
+    )
+
+
 def lognormal_mixture_crps(
     weights: np.ndarray,
     log_means: np.ndarray,
@@ -250,19 +264,12 @@ def lognormal_mixture_crps(
     t_hi = np.minimum(np.max(mu + (5.3 + sd) * sd, axis=0), 700.0)
     positive = y > 0
     t_y = np.where(positive, np.log(np.where(positive, y, 1.0)), t_lo)
-    u = np.linspace(0.0, 1.0, grid_points // 2 + 1)[:, None]
 
     def cdf(t):
         phi = ndtr((t[:, None, :] - mu[None]) / sd[None])
         return np.einsum("p,gpm->gm", w, phi)
 
-    start = np.minimum(t_lo, t_y)
-    below = start[None, :] + (t_y - start)[None, :] * u
-    end = np.maximum(t_hi, t_y)
-    above = t_y[None, :] + (end - t_y)[None, :] * u
-    crps = np.trapezoid(cdf(below) ** 2 * np.exp(below), below, axis=0) + np.trapezoid(
-        (1.0 - cdf(above)) ** 2 * np.exp(above), above, axis=0
-    )
+    crps = _crps_in_log_units(cdf, t_lo, t_y, t_hi, grid_points)
     # y <= 0: the integrand is 1 on [y, 0) and (1 - F)^2 ~ 1 on (0, e^t_lo), left of the grid.
     return np.where(positive, crps, crps - y + np.exp(t_lo))
 
@@ -302,22 +309,16 @@ def boxcox_mixture_crps(
     positive = y > 0
     t_y = np.where(positive, np.log(np.where(positive, y, 1.0)), np.maximum(t_lo, t_hi - 14.0))
     t_lo = np.maximum(t_lo, np.minimum(t_y, t_hi) - 14.0)
-    u = np.linspace(0.0, 1.0, grid_points // 2 + 1)[:, None]
 
     def cdf(t):
         z = boxcox(np.exp(t), lam)
         phi = ndtr((z[:, None, :] - mu[None]) / sd[None])
         return np.einsum("p,gpm->gm", w, phi)
 
-    start = np.minimum(t_lo, t_y)
-    below = start[None, :] + (t_y - start)[None, :] * u
-    end = np.maximum(t_hi, t_y)
-    above = t_y[None, :] + (end - t_y)[None, :] * u
-    crps = np.trapezoid(cdf(below) ** 2 * np.exp(below), below, axis=0) + np.trapezoid(
-        (1.0 - cdf(above)) ** 2 * np.exp(above), above, axis=0
-    )
+    crps = _crps_in_log_units(cdf, t_lo, t_y, t_hi, grid_points)
     # Left of the grid, (0, e^start): F is at most F(e^start) and, there, nearly the mass that
     # the clipped inverse puts at 0; count it as constant.
+    start = np.minimum(t_lo, t_y)
     crps = crps + np.exp(start) * np.where(positive, cdf(start[None, :])[0] ** 2, 0.0)
     # y <= 0: the integrand is 1 on [y, 0) and (1 - F)^2 ~ 1 on (0, e^t_lo), left of the grid.
     return np.where(positive, crps, crps - y + np.exp(start))
