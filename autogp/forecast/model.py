@@ -335,6 +335,18 @@ def _seasonal_period(series: TimeSeries, scaler: Scaler) -> list[float] | None:
     return [float(p / scaler.time_scale) for p in periods]
 
 
+def _particle_fields(result: Any) -> dict[str, Any]:
+    """The particle arrays of an SMC result as :class:`SeriesFit` fields (numpy, fixed dtypes)."""
+    return {
+        "ops": np.asarray(result.ops, dtype=np.int32),
+        "params": np.asarray(result.params, dtype=np.float64),
+        "noise": np.asarray(result.noise, dtype=np.float64),
+        "log_weights": np.asarray(result.log_weights, dtype=np.float64),
+        "log_marginal_likelihood": float(result.log_marginal_likelihood),
+        "history": {k: list(v) for k, v in dict(result.history).items()},
+    }
+
+
 def fit_series_posterior(
     series: TimeSeries,
     config: Config,
@@ -358,12 +370,7 @@ def fit_series_posterior(
     return SeriesFit(
         series=series,
         scaler=scaler,
-        ops=np.asarray(result.ops, dtype=np.int32),
-        params=np.asarray(result.params, dtype=np.float64),
-        noise=np.asarray(result.noise, dtype=np.float64),
-        log_weights=np.asarray(result.log_weights, dtype=np.float64),
-        log_marginal_likelihood=float(result.log_marginal_likelihood),
-        history={k: list(v) for k, v in dict(result.history).items()},
+        **_particle_fields(result),
         num_inducing=_num_inducing(config, series.n),
     )
 
@@ -752,12 +759,7 @@ class AutoGP:
             self._fits[uid] = replace(
                 fit,
                 series=series,
-                ops=np.asarray(result.ops, dtype=np.int32),
-                params=np.asarray(result.params, dtype=np.float64),
-                noise=np.asarray(result.noise, dtype=np.float64),
-                log_weights=np.asarray(result.log_weights, dtype=np.float64),
-                log_marginal_likelihood=float(result.log_marginal_likelihood),
-                history={k: list(v) for k, v in dict(result.history).items()},
+                **_particle_fields(result),
                 updates=fit.updates + 1,
             )
         return self
