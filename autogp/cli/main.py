@@ -55,6 +55,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 USER_ERRORS = (DataError, ConfigError, ModelFileError, PredictionError)
 
 
+# Options that `fit` and `run` share.
+BackendOption = Annotated[
+    str | None, typer.Option(help="Where a panel's series are fitted: local (default) or dask.")
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
+                 "cluster of --workers workers)."),
+]
+
+
 def _err() -> Console:
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -273,14 +284,8 @@ def fit(
         typer.Option(help="Processes fitting a panel's series in parallel (0: one per core, "
                      "the default).", min=0),
     ] = None,
-    backend: Annotated[
-        str | None, typer.Option(help="Where a panel is fitted: local (default) or dask.")
-    ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
-                     "cluster of --workers workers)."),
-    ] = None,
+    backend: BackendOption = None,
+    scheduler: SchedulerOption = None,
     resume: Annotated[
         Path | None,
         typer.Option(help="Folder keeping finished series; a rerun with it skips them."),
@@ -458,14 +463,8 @@ def run(
         int | None,
         typer.Option(help="Processes fitting series in parallel (0: one per core).", min=0),
     ] = None,
-    backend: Annotated[
-        str | None, typer.Option(help="Where the series are fitted: local (default) or dask.")
-    ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
-                     "cluster of --workers workers)."),
-    ] = None,
+    backend: BackendOption = None,
+    scheduler: SchedulerOption = None,
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Keep finished series in OUTPUT_DIR/resume as they "
