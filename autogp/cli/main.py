@@ -138,12 +138,11 @@ def enable_compilation_cache() -> Path | None:
 
     import jax
 
-    where = os.environ.get("AUTOGP_CACHE_DIR")
-    if where is not None and where.lower() in ("off", "0", "none", ""):
-        return None
+    from autogp.parallel.work import compilation_cache_root
+
+    where = compilation_cache_root()
     if where is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        where = os.path.join(base, "autogp", "jax")
+        return None
     try:
         os.makedirs(where, exist_ok=True)
     except OSError:

@@ -23,18 +23,15 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from autogp.config import ConfigError
 from autogp.data import TimeSeries
-from autogp.parallel.work import SINGLE_THREAD_ENV, fit_chunk
+from autogp.parallel.work import SINGLE_THREAD_ENV, compilation_cache_root, fit_chunk
 
 
 def worker_cache_dir(worker_name: str) -> Path | None:
     """The JAX compilation cache of one worker: ``$AUTOGP_CACHE_DIR`` (default
     ``~/.cache/autogp/jax``) / ``dask-worker-<name>``; None when the cache is off."""
-    base = os.environ.get("AUTOGP_CACHE_DIR")
-    if base is not None and base.lower() in ("off", "0", "none", ""):
-        return None
+    base = compilation_cache_root()
     if base is None:
-        home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        base = os.path.join(home, "autogp", "jax")
+        return None
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(worker_name)).strip("_") or "worker"
     return Path(base) / f"dask-worker-{safe}"
 

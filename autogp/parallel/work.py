@@ -7,6 +7,7 @@ its fit does not depend on how the panel is partitioned, in which order or on wh
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,20 @@ from autogp._x64 import x64
 from autogp.config import Config, load_config
 from autogp.data import DataError, TimeSeries
 from autogp.forecast.model import AutoGP, SeriesFit, fit_series_posterior
+
+
+def compilation_cache_root() -> str | None:
+    """Where autogp keeps JAX's persistent compilation cache: ``$AUTOGP_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/autogp/jax`` (``~/.cache/autogp/jax``); None when ``AUTOGP_CACHE_DIR`` is
+    ``off``, ``0``, ``none`` or empty."""
+    where = os.environ.get("AUTOGP_CACHE_DIR")
+    if where is not None and where.lower() in ("off", "0", "none", ""):
+        return None
+    if where is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        where = os.path.join(base, "autogp", "jax")
+    return where
+
 
 # XLA and BLAS run single-threaded in each worker: the compiled SMC round is a chain of small
 # dependent computations that one core runs about as fast as two, so a panel scales by fitting
