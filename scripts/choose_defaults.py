@@ -7,7 +7,7 @@ yearly, 8 quarterly, 18 monthly, 13 weekly, 14 daily), so each window forecasts 
 are still training data. Every candidate setting (a set of config overrides on the defaults) is
 fitted on every window and scored with MASE (seasonal-naive scale of the window's own training
 values, season 1/4/12/52/7/5 by frequency), the scaled CRPS of the quantiles 2.5 ... 97.5%
-(``autogp.forecast.scoring.scaled_crps``) and the 95% coverage. ``point=mean`` and
+(``autogp.experiments.scoring.scaled_crps``) and the 95% coverage. ``point=mean`` and
 ``point=median`` come from the same fit, so both are scored for every candidate.
 
 Writes ``windows.csv`` (one row per candidate and window, with the forecasts), ``summary.csv``
@@ -37,8 +37,8 @@ from autogp import AutoGP  # noqa: E402
 from autogp.data import from_arrays  # noqa: E402
 from autogp.data.seasons import with_frequency  # noqa: E402
 from autogp.data.transform import choose_transform  # noqa: E402
+from autogp.experiments.scoring import scaled_crps  # noqa: E402
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
-from autogp.forecast.scoring import scaled_crps  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 HORIZON = {"YS": 6, "QS": 8, "MS": 18, "W": 13, "D": 14, "B": 14}

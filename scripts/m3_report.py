@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from autogp.forecast.scoring import (
+from autogp.experiments.scoring import (
     horizon_coverage,
     horizon_errors,
     level_label,

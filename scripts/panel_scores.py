@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from autogp.forecast.scoring import score_forecasts, summary_table, to_markdown_table
+from autogp.experiments.scoring import score_forecasts, summary_table, to_markdown_table
 
 #: MASE season by the frequency codes of the development panel (``freq`` column).
 SEASON_OF_FREQ = {"YS": 1, "QS": 4, "MS": 12, "W": 52, "D": 7, "B": 5, "30min": 48, "5min": 169}

@@ -1,4 +1,4 @@
-"""Benchmark scoring (autogp.forecast.scoring), statsforecast baselines and the M3 report script."""
+"""Experiment scoring (autogp.experiments.scoring), statsforecast baselines and the M3 report."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate
 from scipy.special import ndtr
 
-from autogp.forecast.scoring import (
+from autogp.experiments.scoring import (
     horizon_coverage,
     horizon_errors,
     level_taus,
@@ -300,7 +300,7 @@ def test_statsforecast_baselines_on_m3_series():
     pytest.importorskip("statsforecast")
     if not M3_MONTHLY.exists():
         pytest.skip(f"{M3_MONTHLY} is not available")
-    from autogp.forecast.baselines import statsforecast_forecasts
+    from autogp.experiments.baselines import statsforecast_forecasts
 
     data = pd.read_csv(M3_MONTHLY, parse_dates=["ds"])
     ids = list(pd.unique(data["unique_id"]))[:3]
@@ -418,7 +418,7 @@ def test_report_script_without_optional_files(tmp_path):
 def test_lognormal_mixture_crps_matches_numerical_integration():
     from scipy import integrate, stats
 
-    from autogp.forecast.scoring import lognormal_mixture_crps
+    from autogp.experiments.scoring import lognormal_mixture_crps
 
     rng = np.random.default_rng(11)
     w = np.array([0.2, 0.5, 0.3])

@@ -22,7 +22,7 @@ from autogp.data.transform import (
     inv_boxcox,
     inverse_mean,
 )
-from autogp.forecast.scoring import boxcox_mixture_crps, mixture_crps
+from autogp.experiments.scoring import boxcox_mixture_crps, mixture_crps
 
 AIRLINE = Path(__file__).resolve().parents[1] / "examples" / "data" / "airline.csv"
 

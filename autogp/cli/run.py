@@ -297,7 +297,7 @@ def _mixture_crps(model: AutoGP, uid: str, test: TimeSeries) -> float:
     """CRPS of the particle mixture over mean |y|: closed form for the Gaussian mixture; under
     a log or Box-Cox transform (a log-normal or Box-Cox-normal mixture) the integral of
     (F(x) - 1{x >= y})^2, taken on a fine grid in log units (``boxcox_mixture_crps``)."""
-    from autogp.forecast.scoring import boxcox_mixture_crps, mixture_crps
+    from autogp.experiments.scoring import boxcox_mixture_crps, mixture_crps
 
     fit = model.fits[uid]
     mix = fit.mixture(fit.series.axis.to_numeric(test.ds), include_noise=True)
@@ -313,7 +313,7 @@ def _mixture_crps(model: AutoGP, uid: str, test: TimeSeries) -> float:
 
 
 def _run_baselines(train_frame, scored, levels, summary, err, quiet) -> pd.DataFrame:
-    from autogp.forecast.baselines import statsforecast_forecasts
+    from autogp.experiments.baselines import statsforecast_forecasts
 
     if not quiet:
         err.print("fitting statsforecast baselines (AutoETS, AutoARIMA, AutoTheta, "
@@ -339,7 +339,7 @@ def _run_baselines(train_frame, scored, levels, summary, err, quiet) -> pd.DataF
 
 def _comparison(scored, baseline_fc, train_frame, levels, seasons
                 ) -> dict[str, dict[str, float]]:
-    from autogp.forecast.scoring import score_forecasts, summary_table
+    from autogp.experiments.scoring import score_forecasts, summary_table
 
     frame = scored
     models = [MODEL_NAME]

@@ -2,7 +2,7 @@
 
 statsforecast is an optional dependency (``pip install -e ".[bench]"``) and is imported only when
 :func:`statsforecast_forecasts` runs. The forecast frame it returns follows the layout that
-:mod:`autogp.forecast.scoring` reads: ``unique_id``, ``ds``, then per model ``{model}``,
+:mod:`autogp.experiments.scoring` reads: ``unique_id``, ``ds``, then per model ``{model}``,
 ``{model}-lo-{L}`` (widest interval first) and ``{model}-hi-{L}`` (narrowest first), with ``L``
 written as ``f"{L:g}"``. statsforecast itself labels a level the way it was passed (``80.0`` gives
 ``AutoETS-lo-80.0``); the labels are normalised here.
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autogp.forecast.scoring import interval_columns, level_label
+from autogp.experiments.scoring import interval_columns, level_label
 
 DEFAULT_MODELS = ("AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive")
 
