@@ -60,8 +60,8 @@ def tiny_panel() -> pd.DataFrame:
 
 def load_panel(path: Path, limit: int | None, seed: int) -> pd.DataFrame:
     """The training rows of the panel at ``path`` (a stratified sample of ``limit`` series)."""
-    from autogp.cli.run import stratified_sample
     from autogp.data import read_csv
+    from autogp.experiments import stratified_sample
 
     head = pd.read_csv(path, nrows=0).columns
     split = "split" if "split" in head else None

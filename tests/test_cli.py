@@ -277,27 +277,6 @@ def test_fit_end_to_end_with_the_real_engine(tmp_path):
     assert result.exit_code == 0 and "%" in result.stdout
 
 
-def test_limit_draws_a_stratified_reproducible_sample(tmp_path):
-    from autogp.cli.run import stratified_sample
-    from autogp.data import from_arrays
-
-    rows = []
-    cats = ["A"] * 30 + ["B"] * 60 + ["C"] * 10
-    for i, cat in enumerate(cats):
-        rows.append({"unique_id": f"s{i:03d}", "category": cat})
-    path = tmp_path / "panel.csv"
-    pd.DataFrame(rows).to_csv(path, index=False)
-    series = [from_arrays(np.arange(5.0), np.ones(5), unique_id=r["unique_id"]) for r in rows]
-    picked = stratified_sample(series, path, "unique_id", 10, seed=3)
-    ids = [s.unique_id for s in picked]
-    by_cat = pd.Series([cats[int(u[1:])] for u in ids]).value_counts().to_dict()
-    assert by_cat == {"A": 3, "B": 6, "C": 1}  # proportional allocation
-    assert ids == sorted(ids)  # file order kept
-    again = [s.unique_id for s in stratified_sample(series, path, "unique_id", 10, seed=3)]
-    other = [s.unique_id for s in stratified_sample(series, path, "unique_id", 10, seed=4)]
-    assert ids == again and ids != other
-
-
 @pytest.mark.slow
 def test_panel_fit_in_worker_processes_matches_one_process():
     df = pd.read_csv(AIRLINE)

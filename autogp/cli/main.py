@@ -453,7 +453,7 @@ def run(
     config_path: Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment TOML file.")],
     limit: Annotated[
         int | None,
-        typer.Option(help="A sample of N series (stratified by category, fixed seed).", min=1),
+        typer.Option(help="A sample of N series (stratified, fixed seed).", min=1),
     ] = None,
     output_dir: Annotated[
         Path | None, typer.Option("--output-dir", help="Output folder (default output.dir).")
@@ -488,7 +488,7 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or notes.")] = False,
 ) -> None:
     """Run an experiment described by a config file: data, model, horizon, outputs, metrics."""
-    from autogp.cli.run import run_experiment
+    from autogp.experiments import run_experiment
 
     overrides = parse_overrides(set_ or [])
     if output_dir is not None:

@@ -1,0 +1,17 @@
+"""Benchmark experiments, kept apart from the library: ``autogp run CONFIG`` fits a panel on its
+training rows, scores the held-out rows and compares with statsforecast's baselines.
+
+* :mod:`~autogp.experiments.runner`: the experiment a config file describes.
+* :mod:`~autogp.experiments.sampling`: ``--limit N``, a stratified sample of the series.
+* :mod:`~autogp.experiments.series_scores`: one fitted series scored on its held-out points.
+* :mod:`~autogp.experiments.scoring`: panel scores of forecast frames (sMAPE, MASE, scaled CRPS,
+  coverage, width) and the exact CRPS of the particle mixtures.
+* :mod:`~autogp.experiments.baselines`: statsforecast's AutoETS, AutoARIMA, AutoTheta, ...
+* :mod:`~autogp.experiments.comparison`: AutoGP against the baselines on the same split.
+* :mod:`~autogp.experiments.report`: the files and tables an experiment leaves behind.
+"""
+
+from autogp.experiments.runner import SUPPORTED_METRICS, resolve_data_path, run_experiment
+from autogp.experiments.sampling import stratified_sample
+
+__all__ = ["SUPPORTED_METRICS", "resolve_data_path", "run_experiment", "stratified_sample"]

@@ -1,0 +1,61 @@
+"""AutoGP against the statsforecast baselines on the same split: the ``comparison`` table of an
+experiment's ``summary.json``."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from autogp.experiments.baselines import statsforecast_forecasts
+from autogp.experiments.scoring import score_forecasts, summary_table
+from autogp.forecast.model import MODEL_NAME
+
+
+def baselines_on_split(
+    train_frame: pd.DataFrame, scored: pd.DataFrame, levels: Sequence[float]
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """statsforecast's forecasts of the series in ``train_frame``, aligned with the held-out
+    rows of ``scored`` (``unique_id``, ``ds``, ``y``); and each model's seconds.
+
+    A series with fewer held-out points than the longest gets the first steps of the forecast.
+    """
+    h = int(scored.groupby("unique_id").size().max())
+    # statsforecast forks its workers; forking a process whose JAX runtime is running can
+    # deadlock, so the baselines run in a fresh spawned process.
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
+        fc, seconds = pool.submit(statsforecast_forecasts, train_frame, h, levels).result()
+    # Align on the held-out stamps (series with fewer test points use the first ones).
+    fc = fc.copy()
+    fc["step"] = fc.groupby("unique_id").cumcount()
+    truth = scored[["unique_id", "ds", "y"]].copy()
+    truth["step"] = truth.groupby("unique_id").cumcount()
+    merged = truth.merge(fc.drop(columns=["ds"]), on=["unique_id", "step"], how="left")
+    return merged.drop(columns=["step"]), seconds
+
+
+def compare_models(
+    scored: pd.DataFrame,
+    baseline_fc: pd.DataFrame | None,
+    train_frame: pd.DataFrame,
+    levels: Sequence[float],
+    seasons: Mapping[object, int],
+) -> dict[str, dict[str, float]]:
+    """Per-model means of the scores (:func:`~autogp.experiments.scoring.summary_table`) of
+    AutoGP's held-out forecasts ``scored`` and, when given, of the baselines."""
+    frame = scored
+    models = [MODEL_NAME]
+    if baseline_fc is not None:
+        extra = [c for c in baseline_fc.columns if c not in ("unique_id", "ds", "y")]
+        frame = scored.merge(baseline_fc.drop(columns=["y"]), on=["unique_id", "ds"], how="left",
+                             suffixes=("", "_baseline"))
+        models += [c for c in extra if "-lo-" not in c and "-hi-" not in c]
+    scores = score_forecasts(frame, train_frame, models, levels, seasons)
+    table = summary_table(scores, levels)
+    return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}
+
+
+__all__ = ["baselines_on_split", "compare_models"]

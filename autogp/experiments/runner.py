@@ -1,0 +1,239 @@
+"""``autogp run CONFIG``: an experiment described entirely by a config file.
+
+The config's ``[data]`` section names the series (``path``, columns, ``id_col`` for panels,
+``split_col`` marking held-out rows); ``[smc]``/``[grammar]``/``[refine]``/``[priors]`` the
+model; ``[forecast]`` the horizon and interval levels; ``[output]`` the files written into
+``output.dir``; ``[experiment]`` the name and the metrics.
+
+When test points exist (a split column, or ``--holdout N``) the model is fitted on the training
+part, forecasts are made at the test time stamps and scored: sMAPE, MASE (seasonal-naive scale)
+and the coverage of each interval level, per series and averaged (``metrics.csv``,
+``summary.json``, and a table on stdout). Without test points it simply forecasts
+``forecast.horizon`` steps.
+
+A relative ``data.path`` is relative to the config file's folder; when no file is there it is
+looked up in the working directory, then (by file name) in ``examples/data/``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from rich.console import Console
+
+from autogp.config import Config, ConfigError, load_config
+from autogp.data import DataError, TimeSeries, from_frame, read_csv
+from autogp.data.seasons import with_frequency
+from autogp.experiments.comparison import baselines_on_split, compare_models
+from autogp.experiments.report import machine_description, print_summary, write_outputs
+from autogp.experiments.sampling import stratified_sample
+from autogp.experiments.series_scores import (
+    SUPPORTED_METRICS,
+    scaled_mixture_crps,
+    score_series,
+)
+from autogp.forecast.metrics import seasonality
+from autogp.forecast.model import AutoGP
+from autogp.parallel import read_series_tolerant, resolve_workers
+
+
+def resolve_data_path(config: Config, config_path: Path) -> Path:
+    """Where ``data.path`` points (see the module docstring for the search order)."""
+    if config.data.path is None:
+        raise ConfigError(
+            f"{config_path}: data.path must be set for 'autogp run' (the series to fit)",
+            key="data.path",
+        )
+    given = Path(config.data.path).expanduser()
+    if given.is_absolute():
+        candidates = [given]
+    else:
+        candidates = [
+            config_path.parent / given,
+            Path.cwd() / given,
+            Path.cwd() / "examples" / "data" / given.name,
+        ]
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    tried = ", ".join(str(c) for c in candidates)
+    raise DataError(f"data file {str(given)!r} not found (tried {tried})")
+
+
+def apply_freq_column(series: list[TimeSeries], data_path: Path, config: Config
+                      ) -> list[TimeSeries]:
+    """Name the calendar of numeric time axes from ``data.freq_col`` (one value per series)."""
+    d = config.data
+    columns = [d.freq_col] + ([d.id_col] if d.id_col else [])
+    try:
+        frame = pd.read_csv(data_path, usecols=columns, sep=d.sep,
+                            engine="c" if d.sep else "python")
+    except ValueError as exc:
+        raise DataError(f"{data_path}: data.freq_col = {d.freq_col!r}: {exc}") from None
+    if d.id_col is None:
+        values = frame[d.freq_col].dropna().astype(str).unique()
+        freq = {series[0].unique_id: values[0]} if len(values) else {}
+    else:
+        frame = frame.dropna().drop_duplicates(d.id_col)
+        freq = dict(zip(frame[d.id_col].astype(str), frame[d.freq_col].astype(str), strict=True))
+    return [with_frequency(s, freq.get(s.unique_id)) for s in series]
+
+
+def split_series(series: TimeSeries, holdout: int | None
+                 ) -> tuple[TimeSeries, TimeSeries | None]:
+    """(training part, held-out part): the split column's test rows, else the last ``holdout``
+    points, else no held-out part."""
+    if series.is_test is not None and series.is_test.any():
+        return series.train(), series.test()
+    if holdout:
+        return series.split(holdout)
+    return series, None
+
+
+def series_reader(config: Config) -> Callable[[Any], list[TimeSeries]]:
+    """Read a CSV path or (one series' rows of) a frame with the config's ``[data]`` settings."""
+    kwargs = config.data.read_kwargs()
+
+    def read(source: Any) -> list[TimeSeries]:
+        if isinstance(source, pd.DataFrame):
+            res = from_frame(source, **{k: v for k, v in kwargs.items() if k != "sep"})
+        else:
+            res = read_csv(source, **kwargs)
+        return res if isinstance(res, list) else [res]
+
+    return read
+
+
+def run_experiment(
+    config_path: str | Path,
+    *,
+    overrides: dict[str, Any] | None = None,
+    limit: int | None = None,
+    baselines: bool = False,
+    holdout: int | None = None,
+    quiet: bool = False,
+    resume: bool = False,
+    out: Console | None = None,
+    err: Console | None = None,
+) -> dict[str, Any]:
+    """Run the experiment of ``config_path``; returns the summary that is also written.
+
+    ``resume``: keep each finished chunk of series in ``<output.dir>/resume`` as it completes
+    and load the series already there instead of fitting them again (the outputs are the same
+    as those of an uninterrupted run). Series that cannot be read or fitted are listed in
+    ``errors.csv`` (``unique_id``, ``error``) and every other series is still forecast.
+    """
+    out = out or Console()
+    err = err or Console(stderr=True)
+    config_path = Path(config_path)
+    config = load_config(config_path, overrides)
+    unknown = [m for m in config.experiment.metrics if m not in SUPPORTED_METRICS]
+    if unknown:
+        raise ConfigError(
+            f"{config_path}: experiment.metrics: unknown {unknown}; supported: "
+            f"{list(SUPPORTED_METRICS)}",
+            key="experiment.metrics",
+        )
+    data_path = resolve_data_path(config, config_path)
+    all_series, read_errors = read_series_tolerant(
+        series_reader(config), data_path, config.data.id_col, sep=config.data.sep
+    )
+    if config.data.freq_col is not None:
+        all_series = apply_freq_column(all_series, data_path, config)
+    if limit is not None:
+        all_series = stratified_sample(all_series, data_path, config.data.id_col, limit,
+                                       config.seed)
+    pairs = [split_series(s, holdout) for s in all_series]
+    name = config.experiment.name or config_path.stem
+    if not quiet:
+        n_test = sum(t is not None for _, t in pairs)
+        err.print(
+            f"experiment {name}: {len(pairs)} series from {data_path}"
+            + (f", {n_test} with held-out points" if n_test else ""),
+            markup=False,
+        )
+    started = time.perf_counter()
+    resume_dir = Path(config.output.dir) / "resume" if resume else None
+    model = AutoGP(config, progress=not quiet).fit([train for train, _ in pairs],
+                                                    resume=resume_dir)
+    fit_seconds = time.perf_counter() - started
+    errors = {**read_errors, **model.errors}
+    if errors:  # shown even under --quiet: these series are missing from the outputs
+        for uid, message in errors.items():
+            err.print(f"warning: series {uid!r} was not fitted: {message}", markup=False,
+                      soft_wrap=True)
+        err.print(f"{len(errors)} series could not be fitted (listed in errors.csv)",
+                  markup=False)
+    levels = sorted(set(config.forecast.levels))
+    frames, rows = [], []
+    for train, test in pairs:
+        uid = train.unique_id
+        if uid not in model.fits:
+            continue
+        if test is not None:
+            fc = model.predict(test.ds, level=levels, unique_id=uid)
+            fc["y"] = test.y
+            row = {"unique_id": uid, "n_train": train.n, "n_test": test.n}
+            row.update(score_series(config.experiment.metrics, fc, train, test, levels, model))
+            row["crps_mixture_scaled"] = scaled_mixture_crps(model, uid, test)
+            rows.append(row)
+        else:
+            fc = model.predict(config.forecast.horizon, level=levels, unique_id=uid)
+        frames.append(fc)
+    forecast = pd.concat(frames, ignore_index=True)
+    metrics = pd.DataFrame(rows)
+    summary: dict[str, Any] = {
+        "experiment": name,
+        "config": str(config_path),
+        "data": str(data_path),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": machine_description(),
+        "command": "autogp " + " ".join(sys.argv[1:]) if sys.argv[1:] else str(config_path),
+        "series": len(pairs),
+        "scored_series": len(rows),
+        "failed_series": len(errors),
+        "particles": config.smc.num_particles,
+        "workers": min(resolve_workers(config.smc.workers), len(pairs)),
+        "seed": config.seed,
+        "fit_seconds": round(fit_seconds, 3),
+        "fit_seconds_per_series": round(fit_seconds / max(1, len(pairs)), 3),
+        "metrics": {},
+    }
+    if rows:
+        numeric = metrics.drop(columns=["unique_id", "n_train", "n_test"]).select_dtypes("number")
+        summary["metrics"] = {c: float(np.nanmean(numeric[c])) for c in numeric.columns}
+    train_frame = pd.concat(
+        [pd.DataFrame({"unique_id": t.unique_id, "ds": t.ds, "y": t.y}) for t, _ in pairs],
+        ignore_index=True,
+    )
+    baseline_fc = None
+    if rows:
+        scored = forecast.dropna(subset=["y"]) if "y" in forecast else forecast
+        if baselines:
+            if not quiet:
+                err.print("fitting statsforecast baselines (AutoETS, AutoARIMA, AutoTheta, "
+                          "SeasonalNaive) on the same split", markup=False)
+            baseline_fc, summary["baseline_seconds"] = baselines_on_split(train_frame, scored,
+                                                                          levels)
+        seasons = {t.unique_id: seasonality(t.axis) for t, _ in pairs}
+        summary["comparison"] = compare_models(scored, baseline_fc, train_frame, levels, seasons)
+    write_outputs(config, model, forecast, metrics, summary, quiet, err,
+                  train=train_frame, baselines=baseline_fc, errors=errors)
+    print_summary(out, summary)
+    return summary
+
+
+__all__ = [
+    "SUPPORTED_METRICS",
+    "apply_freq_column",
+    "resolve_data_path",
+    "run_experiment",
+    "series_reader",
+    "split_series",
+]
