@@ -1,4 +1,4 @@
-"""Forecast accuracy metrics (M3/M4 conventions).
+"""Forecast accuracy metrics (the conventions of the forecasting competitions).
 
 * sMAPE = 200 * mean(|y - f| / (|y| + |f|)), in percent; a point with y = f = 0 counts 0.
 * MASE = mean|y - f| / mean|y_t - y_{t-m}| over the training data (seasonal-naive scale with

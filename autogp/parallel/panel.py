@@ -7,8 +7,8 @@ in a resume folder, cuts the others into chunks of similar length, runs the chun
 series id. Since each series' key comes from the seed and its id, a series gets the same fit
 with any partitioning, number of workers or resume. Worker processes of one kind give the same
 bits; between this process (XLA multi-threaded), pool workers and Dask workers the forecasts
-can differ in the last digits (about 1e-14 relative was seen on M3 between pool and Dask
-workers; the cause is not known yet).
+can differ in the last digits (about 1e-14 relative was seen on a benchmark panel between pool
+and Dask workers; the cause is not known yet).
 """
 
 from __future__ import annotations
