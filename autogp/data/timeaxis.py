@@ -303,7 +303,8 @@ class TimeAxis:
 
 # ---- detection ------------------------------------------------------------------------------
 def infer_numeric_axis(x: np.ndarray) -> TimeAxis:
-    """The axis of sorted, distinct, finite numeric time stamps ``x`` (unit ``"units"``)."""
+    """The axis of sorted, unique numeric times ``x``: regular with the smallest step when at
+    least half the steps equal it, else irregular with the median step."""
     if x.size < 2:
         return TimeAxis("numeric", "units", 0.0, 1.0, True)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -353,7 +354,8 @@ def _calendar_axis(us: np.ndarray) -> TimeAxis | None:
 
 
 def infer_datetime_axis(us: np.ndarray) -> TimeAxis:
-    """The axis of sorted, distinct dates given as int64 microseconds since the epoch ``us``."""
+    """The axis of sorted, unique time stamps ``us`` (microseconds since 1970): its calendar
+    unit and step when regular."""
     origin = _ts(us[0])
     if us.size < 2:
         return TimeAxis("datetime", "days", origin, 1.0, True, "D")
