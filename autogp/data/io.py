@@ -44,7 +44,7 @@ import pandas as pd
 
 from autogp.data.errors import AutoGPDataWarning, DataError
 from autogp.data.series import TimeSeries
-from autogp.data.timeaxis import TimeAxis, _infer_datetime, _infer_numeric, to_microseconds
+from autogp.data.timeaxis import TimeAxis, infer_datetime_axis, infer_numeric_axis, to_microseconds
 
 MIN_POINTS = 3
 DEFAULT_MAX_POINTS = 5000
@@ -694,11 +694,11 @@ def _build(
                 source=raw.source,
             )
         if kind == "datetime":
-            axis = _infer_datetime(keys)
+            axis = infer_datetime_axis(keys)
             t = axis.us_to_numeric(keys)
             stamps = pd.DatetimeIndex(keys.astype("datetime64[us]"))
         else:
-            axis = _infer_numeric(keys)
+            axis = infer_numeric_axis(keys)
             t = axis.to_numeric(keys)
             stamps = pd.Index(keys, dtype=np.float64)
         try:

@@ -143,11 +143,11 @@ class TimeAxis:
             ds = np.asarray(ds)
             dtype = ds.dtype if ds.dtype != object else None
         if dtype is None or dtype.kind not in "iuf":  # dates, date strings, tz-aware stamps
-            return _infer_datetime(np.unique(to_microseconds(ds)))
+            return infer_datetime_axis(np.unique(to_microseconds(ds)))
         x = np.asarray(ds, dtype=np.float64)
         if not np.all(np.isfinite(x)):
             raise DataError("ds: numeric time values must be finite")
-        return _infer_numeric(np.unique(x))
+        return infer_numeric_axis(np.unique(x))
 
     # ---- properties ------------------------------------------------------------------------
     @property
@@ -302,7 +302,9 @@ class TimeAxis:
 
 
 # ---- detection ------------------------------------------------------------------------------
-def _infer_numeric(x: np.ndarray) -> TimeAxis:
+def infer_numeric_axis(x: np.ndarray) -> TimeAxis:
+    """The axis of sorted, unique numeric times ``x``: regular with the smallest step when at
+    least half the steps equal it, else irregular with the median step."""
     if x.size < 2:
         return TimeAxis("numeric", "units", 0.0, 1.0, True)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -351,7 +353,9 @@ def _calendar_axis(us: np.ndarray) -> TimeAxis | None:
     return TimeAxis("datetime", unit, origin, float(step), True, freq, anchor)
 
 
-def _infer_datetime(us: np.ndarray) -> TimeAxis:
+def infer_datetime_axis(us: np.ndarray) -> TimeAxis:
+    """The axis of sorted, unique time stamps ``us`` (microseconds since 1970): its calendar
+    unit and step when regular."""
     origin = _ts(us[0])
     if us.size < 2:
         return TimeAxis("datetime", "days", origin, 1.0, True, "D")
@@ -388,4 +392,11 @@ def _infer_datetime(us: np.ndarray) -> TimeAxis:
     return TimeAxis("datetime", unit, origin, med / US_PER_UNIT[unit], False, None)
 
 
-__all__ = ["TimeAxis", "to_microseconds", "US_PER_UNIT", "MONTHS_PER_UNIT"]
+__all__ = [
+    "MONTHS_PER_UNIT",
+    "US_PER_UNIT",
+    "TimeAxis",
+    "infer_datetime_axis",
+    "infer_numeric_axis",
+    "to_microseconds",
+]
