@@ -31,8 +31,9 @@ from rich.table import Table
 from autogp.config import Config, ConfigError, load_config
 from autogp.data import DataError, TimeSeries, from_frame, read_csv
 from autogp.forecast.atomic import atomic_write, atomic_write_text
+from autogp.forecast.columns import MODEL_NAME, interval_columns, level_label, point_columns
 from autogp.forecast.metrics import coverage, mase, seasonality, smape
-from autogp.forecast.model import MODEL_NAME, AutoGP, _fmt_level
+from autogp.forecast.model import AutoGP
 from autogp.parallel import read_series_tolerant, resolve_workers
 
 SUPPORTED_METRICS = ("smape", "mase", "coverage", "lpd")
@@ -107,10 +108,8 @@ def _score(
             row["mase"] = mase(y, f, train.y, seasonality(train.axis))
         elif name == "coverage":
             for lv in levels:
-                lab = _fmt_level(lv)
-                lo = fc[f"{MODEL_NAME}-lo-{lab}"].to_numpy()
-                hi = fc[f"{MODEL_NAME}-hi-{lab}"].to_numpy()
-                row[f"coverage_{lab}"] = coverage(y, lo, hi)
+                lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, lv))
+                row[f"coverage_{level_label(lv)}"] = coverage(y, lo, hi)
         elif name == "lpd":
             if model.fits[train.unique_id].scaler.transformed and np.any(y <= 0):
                 # A log-normal forecast gives no density to y <= 0 (M3's N2786 has one such
@@ -344,10 +343,9 @@ def _comparison(scored, baseline_fc, train_frame, levels, seasons
     frame = scored
     models = [MODEL_NAME]
     if baseline_fc is not None:
-        extra = [c for c in baseline_fc.columns if c not in ("unique_id", "ds", "y")]
         frame = scored.merge(baseline_fc.drop(columns=["y"]), on=["unique_id", "ds"], how="left",
                              suffixes=("", "_baseline"))
-        models += [c for c in extra if "-lo-" not in c and "-hi-" not in c]
+        models += point_columns(baseline_fc.columns)
     scores = score_forecasts(frame, train_frame, models, levels, seasons)
     table = summary_table(scores, levels)
     return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}
