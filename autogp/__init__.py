@@ -15,11 +15,10 @@ plus ``read_csv`` (data loading), ``load_config`` (TOML configuration) and ``par
 changes JAX's global settings.
 """
 
-__version__ = "0.1.0"
-
-from autogp.config import load_config  # noqa: E402
-from autogp.data import read_csv  # noqa: E402
-from autogp.forecast import AutoGP, load  # noqa: E402
-from autogp.kernels import parse, to_text  # noqa: E402
+from autogp.config import load_config
+from autogp.data import read_csv
+from autogp.forecast import AutoGP, load
+from autogp.kernels import parse, to_text
+from autogp.version import __version__
 
 __all__ = ["AutoGP", "__version__", "load", "load_config", "parse", "read_csv", "to_text"]

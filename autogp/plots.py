@@ -14,24 +14,22 @@ with :func:`save_figure` (atomically)::
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from autogp.data import TimeSeries
 from autogp.forecast.atomic import atomic_path
+from autogp.forecast.columns import MODEL_NAME, interval_pairs
 from autogp.forecast.explain import COMPONENTS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from autogp.forecast.model import AutoGP
-
-_MODEL = "AutoGP"
 _COLOR = "C0"
 _MAX_PANELS = 6
 
@@ -42,18 +40,17 @@ def _figure(width: float, height: float) -> Figure:
     return fig
 
 
-def _levels_in(forecast: pd.DataFrame, model: str = _MODEL) -> list[str]:
-    """Interval levels present as ``<model>-lo-<level>`` / ``-hi-`` pairs, widest first."""
-    found = []
-    for col in forecast.columns:
-        m = re.fullmatch(rf"{re.escape(model)}-lo-(.+)", str(col))
-        if m and f"{model}-hi-{m.group(1)}" in forecast.columns:
-            found.append(m.group(1))
-    return sorted(found, key=float, reverse=True)
+class FittedModel(Protocol):
+    """What the forecast plot needs of a model (:class:`autogp.AutoGP` is one)."""
+
+    @property
+    def unique_ids(self) -> list[str]: ...
+
+    def series(self, unique_id: str | None = None) -> TimeSeries: ...
 
 
 def _forecast_panel(
-    ax: Axes, model: AutoGP, forecast: pd.DataFrame, unique_id: str, history: int | None
+    ax: Axes, model: FittedModel, forecast: pd.DataFrame, unique_id: str, history: int | None
 ) -> None:
     series = model.series(unique_id)
     ds, y = series.ds, series.y
@@ -63,20 +60,20 @@ def _forecast_panel(
     fc = forecast
     if "unique_id" in forecast.columns:
         fc = forecast[forecast["unique_id"].astype(str) == str(unique_id)]
-    levels = _levels_in(fc)
+    levels = interval_pairs(fc.columns, MODEL_NAME)
     alphas = np.linspace(0.15, 0.35, max(len(levels), 1))
-    for a, lv in zip(alphas, levels, strict=False):
+    for a, (lv, lo, hi) in zip(alphas, levels, strict=False):
         ax.fill_between(
             fc["ds"],
-            fc[f"{_MODEL}-lo-{lv}"],
-            fc[f"{_MODEL}-hi-{lv}"],
+            fc[lo],
+            fc[hi],
             color=_COLOR,
             alpha=float(a),
             linewidth=0,
             label=f"{lv}% interval",
         )
-    if _MODEL in fc.columns:
-        ax.plot(fc["ds"], fc[_MODEL], color=_COLOR, linewidth=1.5, label="forecast mean")
+    if MODEL_NAME in fc.columns:
+        ax.plot(fc["ds"], fc[MODEL_NAME], color=_COLOR, linewidth=1.5, label="forecast mean")
     if "y" in fc.columns:  # held-out observations (autogp run)
         ax.plot(fc["ds"], fc["y"], "x", color="C3", markersize=4, label="held out")
     ax.set_title(str(unique_id), fontsize=10)
@@ -84,7 +81,7 @@ def _forecast_panel(
 
 
 def plot_forecast(
-    model: AutoGP,
+    model: FittedModel,
     forecast: pd.DataFrame,
     *,
     unique_id: str | None = None,
@@ -110,7 +107,7 @@ def plot_forecast(
     if title is not None:
         fig.suptitle(title)
     elif n == 1:
-        axes.flat[0].set_title(f"{ids[0]}: {_MODEL} forecast", fontsize=11)
+        axes.flat[0].set_title(f"{ids[0]}: {MODEL_NAME} forecast", fontsize=11)
     return fig
 
 

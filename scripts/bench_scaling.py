@@ -71,6 +71,7 @@ def scores(y_train, y_test, mean, lo, hi, season: int) -> dict:
 # --- one fit (runs in a child process) -----------------------------------------------------
 def _child(spec: dict) -> dict:
     from autogp import AutoGP
+    from autogp.forecast.columns import MODEL_NAME, interval_columns
 
     overrides = dict(spec["overrides"])
     if spec["kind"] == "synthetic":
@@ -98,8 +99,8 @@ def _child(spec: dict) -> dict:
     fit = model.fits[model.unique_ids[0]]
     out = {"fit_s": fit_s, "predict_s": predict_s, "num_inducing": fit.num_inducing,
            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
-    out.update(scores(y_train, y_test, fc["AutoGP"].to_numpy(), fc["AutoGP-lo-95"].to_numpy(),
-                      fc["AutoGP-hi-95"].to_numpy(), spec["season"]))
+    lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))
+    out.update(scores(y_train, y_test, fc[MODEL_NAME].to_numpy(), lo, hi, spec["season"]))
     return out
 
 

@@ -38,6 +38,7 @@ import pandas as pd  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 from autogp import AutoGP  # noqa: E402
+from autogp.forecast.columns import MODEL_NAME, interval_columns  # noqa: E402
 from autogp.inference import smc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,17 +58,16 @@ def _timed_fit(model: AutoGP, train) -> tuple[float, int]:
 
 def _heldout(model: AutoGP, test: pd.DataFrame) -> dict:
     fc = model.predict(len(test), level=[80, 95])
-    mean = fc["AutoGP"].to_numpy()
+    mean = fc[MODEL_NAME].to_numpy()
     y = test["y"].to_numpy()
-    lo, hi = fc["AutoGP-lo-95"].to_numpy(), fc["AutoGP-hi-95"].to_numpy()
+    lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))
+    lo80, hi80 = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 80))
     lpd = model.log_predictive_density(test["ds"], y, pointwise=True)
     return {
         "heldout_rmse": float(np.sqrt(np.mean((mean - y) ** 2))),
         "heldout_mae": float(np.mean(np.abs(mean - y))),
         "heldout_covered95": int(np.sum((y >= lo) & (y <= hi))),
-        "heldout_covered80": int(
-            np.sum((y >= fc["AutoGP-lo-80"].to_numpy()) & (y <= fc["AutoGP-hi-80"].to_numpy()))
-        ),
+        "heldout_covered80": int(np.sum((y >= lo80) & (y <= hi80))),
         "heldout_points": int(len(y)),
         "heldout_mean_lpd": float(np.mean(lpd)),
     }

@@ -38,6 +38,7 @@ from autogp.data import from_arrays  # noqa: E402
 from autogp.data.seasons import with_frequency  # noqa: E402
 from autogp.data.transform import choose_transform  # noqa: E402
 from autogp.experiments.scoring import scaled_crps  # noqa: E402
+from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
@@ -172,10 +173,10 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
         for w in todo:
             uid = w["series"].unique_id
             qs = model.predict(w["h"], quantiles=QUANTILES, level=[], unique_id=uid)
-            mean = model.predict(w["h"], level=[], point="mean", unique_id=uid)["AutoGP"]
+            mean = model.predict(w["h"], level=[], point="mean", unique_id=uid)[MODEL_NAME]
             cache[(base_key, lam, uid)] = {
                 "units": model.fits[uid].scaler.units,
-                "q": {tau: qs[f"AutoGP-q-{100 * tau:.10g}"].to_numpy() for tau in QUANTILES},
+                "q": {tau: qs[quantile_column(tau)].to_numpy() for tau in QUANTILES},
                 "mean": mean.to_numpy(),
             }
     seconds = time.perf_counter() - started

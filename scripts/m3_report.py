@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,11 +38,11 @@ from autogp.experiments.scoring import (
     summary_table,
     to_markdown_table,
 )
+from autogp.forecast.columns import parse_interval_column
 
 SUMMARY_KEYS = ("date", "machine", "command", "fit_seconds", "series")
 TOP_STRUCTURES = 15
 _KEY_COLUMNS = ("unique_id", "ds", "y")
-_INTERVAL = re.compile(r"^(?P<model>.+)-(?P<side>lo|hi)-(?P<level>[0-9.]+)$")
 
 
 # ---- reading the run directory ---------------------------------------------------------------
@@ -91,10 +90,10 @@ def models_and_levels(fc: pd.DataFrame) -> tuple[list[str], list[float]]:
     """Models with a point column and interval columns, and the levels all of them have."""
     bounds: dict[str, dict[str, set[float]]] = {}
     for col in fc.columns:
-        match = _INTERVAL.match(str(col))
-        if match and match["model"] in fc.columns:
-            sides = bounds.setdefault(match["model"], {"lo": set(), "hi": set()})
-            sides[match["side"]].add(float(match["level"]))
+        parsed = parse_interval_column(col)
+        if parsed is not None and parsed.model in fc.columns:
+            sides = bounds.setdefault(parsed.model, {"lo": set(), "hi": set()})
+            sides[parsed.side].add(parsed.level)
     models = [col for col in fc.columns if col in bounds]
     if not models:
         raise ValueError("no model columns with -lo-/-hi- interval columns in the forecasts")

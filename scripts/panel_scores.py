@@ -27,20 +27,20 @@ from pathlib import Path
 import pandas as pd
 
 from autogp.experiments.scoring import score_forecasts, summary_table, to_markdown_table
+from autogp.forecast.columns import MODEL_NAME, parse_interval_column, point_columns
 
 #: MASE season by the frequency codes of the development panel (``freq`` column).
 SEASON_OF_FREQ = {"YS": 1, "QS": 4, "MS": 12, "W": 52, "D": 7, "B": 5, "30min": 48, "5min": 169}
-MODEL = "AutoGP"
+MODEL = MODEL_NAME
 
 
 def _models(frame: pd.DataFrame) -> list[str]:
-    skip = {"unique_id", "ds", "y"}
-    return [c for c in frame.columns if c not in skip and "-lo-" not in c and "-hi-" not in c]
+    return point_columns(frame.columns)
 
 
 def _levels(frame: pd.DataFrame, model: str) -> list[float]:
-    prefix = f"{model}-lo-"
-    return sorted(float(c[len(prefix):]) for c in frame.columns if c.startswith(prefix))
+    parsed = [parse_interval_column(c, model) for c in frame.columns]
+    return sorted(p.level for p in parsed if p is not None and p.side == "lo")
 
 
 def _by_position(frame: pd.DataFrame) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Quantiles and densities of the particle mixture (autogp.forecast.mixture) and of a model."""
+"""Quantiles and densities of the particle mixture (autogp.inference.mixture) and of a model."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from autogp import AutoGP
-from autogp.forecast.mixture import (
+from autogp.inference.mixture import (
     AutoGPPredictionWarning,
     PredictionError,
     make_mixture,

@@ -37,8 +37,8 @@ from autogp._x64 import x64
 from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
 from autogp.forecast.atomic import atomic_write
-from autogp.forecast.mixture import PredictionError
 from autogp.forecast.saveload import ModelFileError
+from autogp.inference.mixture import PredictionError
 
 app = typer.Typer(
     name="autogp",

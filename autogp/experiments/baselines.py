@@ -10,7 +10,6 @@ written as ``f"{L:g}"``. statsforecast itself labels a level the way it was pass
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autogp.experiments.scoring import interval_columns, level_label
+from autogp.forecast.columns import interval_columns, level_columns, parse_interval_column
 
 DEFAULT_MODELS = ("AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive")
 
@@ -60,21 +59,18 @@ def _statsforecast_level(level: float) -> int | float:
 
 def _normalise_level_labels(fc: pd.DataFrame, model: str) -> pd.DataFrame:
     """Rename ``{model}-lo-80.0`` style columns to ``{model}-lo-80``."""
-    pattern = re.compile(rf"^{re.escape(model)}-(lo|hi)-(.+)$")
     renames = {}
     for col in fc.columns:
-        match = pattern.match(str(col))
-        if match:
-            renames[col] = f"{model}-{match.group(1)}-{level_label(float(match.group(2)))}"
+        parsed = parse_interval_column(col, model)
+        if parsed is not None:
+            lower, upper = interval_columns(model, parsed.level)
+            renames[col] = lower if parsed.side == "lo" else upper
     return fc.rename(columns=renames)
 
 
 def _model_columns(model: str, levels: Sequence[float]) -> list[str]:
     """``model``'s columns in statsforecast order: point, lo widest first, hi narrowest first."""
-    ordered = sorted({float(level) for level in levels})
-    lows = [interval_columns(model, level)[0] for level in reversed(ordered)]
-    highs = [interval_columns(model, level)[1] for level in ordered]
-    return [model, *lows, *highs]
+    return [model, *level_columns(levels, model)]
 
 
 def _check_train(train: pd.DataFrame) -> pd.DataFrame:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from autogp.experiments.baselines import statsforecast_forecasts
 from autogp.experiments.scoring import score_forecasts, summary_table
-from autogp.forecast.model import MODEL_NAME
+from autogp.forecast.columns import MODEL_NAME, point_columns
 
 
 def baselines_on_split(
@@ -49,10 +49,9 @@ def compare_models(
     frame = scored
     models = [MODEL_NAME]
     if baseline_fc is not None:
-        extra = [c for c in baseline_fc.columns if c not in ("unique_id", "ds", "y")]
         frame = scored.merge(baseline_fc.drop(columns=["y"]), on=["unique_id", "ds"], how="left",
                              suffixes=("", "_baseline"))
-        models += [c for c in extra if "-lo-" not in c and "-hi-" not in c]
+        models += point_columns(baseline_fc.columns)
     scores = score_forecasts(frame, train_frame, models, levels, seasons)
     table = summary_table(scores, levels)
     return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}

@@ -24,6 +24,7 @@ import pandas as pd
 from scipy.special import ndtr
 from scipy.stats import norm
 
+from autogp.forecast.columns import interval_columns, level_label
 from autogp.forecast.metrics import mase, smape
 
 # Rows of the pairwise term handled at once in mixture_crps (bounds the P x P x M temporary).
@@ -31,11 +32,6 @@ _PAIRWISE_BLOCK_ELEMENTS = 4_000_000
 
 
 # ---- level and quantile bookkeeping ----------------------------------------------------------
-def level_label(level: float) -> str:
-    """The label of an interval level in column names: ``95`` for 95.0, ``97.5`` for 97.5."""
-    return f"{float(level):g}"
-
-
 def _check_level(level: float) -> float:
     level = float(level)
     if not 0.0 < level < 100.0:
@@ -65,12 +61,6 @@ def _require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> 
     for col in columns:
         if col not in frame.columns:
             raise ValueError(f"{what} has no column {col!r} (columns: {list(frame.columns)})")
-
-
-def interval_columns(model: str, level: float) -> tuple[str, str]:
-    """The (lower, upper) column names of ``model``'s ``level``% interval."""
-    label = level_label(level)
-    return f"{model}-lo-{label}", f"{model}-hi-{label}"
 
 
 def quantiles_from_frame(

@@ -10,14 +10,10 @@ import numpy as np
 import pandas as pd
 
 from autogp.data import TimeSeries
-from autogp.experiments.scoring import (
-    boxcox_mixture_crps,
-    interval_columns,
-    level_label,
-    mixture_crps,
-)
+from autogp.experiments.scoring import boxcox_mixture_crps, mixture_crps
+from autogp.forecast.columns import MODEL_NAME, interval_columns, level_label
 from autogp.forecast.metrics import coverage, mase, seasonality, smape
-from autogp.forecast.model import MODEL_NAME, AutoGP
+from autogp.forecast.model import AutoGP
 
 SUPPORTED_METRICS = ("smape", "mase", "coverage", "lpd")
 

@@ -1,14 +1,16 @@
 """Forecasting with fitted particle posteriors: the :class:`AutoGP` model, mixture predictions,
 structure explanations, decompositions, model files and metrics."""
 
-from autogp.forecast.mixture import (
+from autogp.forecast.columns import MODEL_NAME, level_columns
+from autogp.forecast.model import AutoGP, SeriesFit, load
+from autogp.forecast.saveload import FORMAT_VERSION, ModelFileError
+from autogp.inference.mixture import (
     AutoGPPredictionWarning,
     PredictionError,
     mixture_logpdf,
     mixture_quantiles,
 )
-from autogp.forecast.model import MODEL_NAME, AutoGP, SeriesFit, level_columns, load
-from autogp.forecast.saveload import FORMAT_VERSION, ModelFileError
+from autogp.inference.posterior import Posterior
 
 __all__ = [
     "FORMAT_VERSION",
@@ -16,6 +18,7 @@ __all__ = [
     "AutoGP",
     "AutoGPPredictionWarning",
     "ModelFileError",
+    "Posterior",
     "PredictionError",
     "SeriesFit",
     "level_columns",

@@ -51,17 +51,17 @@ import json
 import zipfile
 import zlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 import pandas as pd
 
+from autogp.config import Config, ConfigError, load_config
 from autogp.data import Scaler, TimeAxis, TimeSeries
 from autogp.forecast.atomic import atomic_path
+from autogp.inference.posterior import Posterior
 from autogp.kernels import structure, to_text, unpack
-
-if TYPE_CHECKING:
-    from autogp.forecast.model import AutoGP
+from autogp.version import __version__
 
 FORMAT = "autogp-model"
 FORMAT_VERSION = 1
@@ -71,6 +71,23 @@ _ARRAY_NAMES = ("ops", "params", "noise", "log_weights", "t", "y", "stamps")
 
 class ModelFileError(ValueError):
     """A model file cannot be read: missing, corrupted, not an autogp model, or too new."""
+
+
+class FittedModel(Protocol):
+    """What is saved of a model (:class:`autogp.AutoGP` is one): its configuration and its
+    fitted series' posteriors by id, in fitting order."""
+
+    config: Config
+
+    @property
+    def fits(self) -> dict[str, Posterior]: ...
+
+
+class SavedModel(NamedTuple):
+    """What a model file holds: the configuration and the posteriors in fitting order."""
+
+    config: Config
+    fits: list[Posterior]
 
 
 def _member(name: str) -> zipfile.ZipInfo:
@@ -111,13 +128,13 @@ def _stamps_array(series: TimeSeries) -> tuple[str, np.ndarray]:
     return "float64", np.asarray(ds, dtype=np.float64)
 
 
-def model_to_bytes(model: AutoGP) -> bytes:
+def model_to_bytes(model: FittedModel) -> bytes:
     """The ``.autogp`` file content of a fitted model."""
-    from autogp import __version__
-
-    model._require_fitted()
+    fits = model.fits
+    if not fits:
+        raise RuntimeError("the model is not fitted yet: call fit(...) first")
     entries, arrays = [], {}
-    for i, fit in enumerate(model._fits.values()):
+    for i, fit in enumerate(fits.values()):
         exprs = unpack(fit.ops, fit.params)
         w = fit.weights()
         kind, stamps = _stamps_array(fit.series)
@@ -169,7 +186,7 @@ def model_to_bytes(model: AutoGP) -> bytes:
     return buf.getvalue()
 
 
-def save_model(model: AutoGP, path: str | Path) -> Path:
+def save_model(model: FittedModel, path: str | Path) -> Path:
     """Write ``model`` to ``path`` atomically (the previous file survives a failed write)."""
     content = model_to_bytes(model)
     with atomic_path(path) as tmp:
@@ -181,7 +198,7 @@ def _bad(path: Any, why: str) -> ModelFileError:
     return ModelFileError(f"{path}: not a valid autogp model file ({why})")
 
 
-def load_model(path: str | Path) -> AutoGP:
+def load_model(path: str | Path) -> SavedModel:
     """Read a ``.autogp`` file; raises :class:`ModelFileError` on any problem."""
     p = Path(path)
     try:
@@ -193,7 +210,7 @@ def load_model(path: str | Path) -> AutoGP:
     return model_from_bytes(content, source=str(path))
 
 
-def model_from_bytes(content: bytes, source: str = "<bytes>") -> AutoGP:
+def model_from_bytes(content: bytes, source: str = "<bytes>") -> SavedModel:
     """Inverse of :func:`model_to_bytes`."""
     try:
         with zipfile.ZipFile(io.BytesIO(content)) as zf:
@@ -226,8 +243,6 @@ def model_from_bytes(content: bytes, source: str = "<bytes>") -> AutoGP:
 
 
 def _check_version(version: Any, source: str) -> None:
-    from autogp import __version__
-
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise _bad(source, f"format_version {version!r} is not a positive integer")
     if version > FORMAT_VERSION:
@@ -238,12 +253,9 @@ def _check_version(version: Any, source: str) -> None:
         )
 
 
-def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str) -> AutoGP:
-    from autogp.config import ConfigError
-    from autogp.forecast.model import AutoGP, SeriesFit
-
+def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str) -> SavedModel:
     try:
-        model = AutoGP(doc["config"])
+        config = load_config(doc["config"])
     except ConfigError as exc:
         raise _bad(source, f"invalid config: {exc}") from None
     fits = {}
@@ -273,7 +285,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             raise _bad(source, f"series {i}: {series.n} observations but model.json says "
                                f"{entry['n']}")  # fmt: skip
         lml = entry.get("log_marginal_likelihood")
-        fits[series.unique_id] = SeriesFit(
+        fits[series.unique_id] = Posterior(
             series=series,
             scaler=Scaler.from_dict(entry["scaler"]),
             ops=ops,
@@ -287,14 +299,15 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
         )
     if not fits:
         raise _bad(source, "no fitted series")
-    model._fits = fits
-    return model
+    return SavedModel(config, list(fits.values()))
 
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "FittedModel",
     "ModelFileError",
+    "SavedModel",
     "load_model",
     "model_from_bytes",
     "model_to_bytes",

@@ -3,7 +3,8 @@
 (:mod:`~autogp.parallel.resume`) and the driver :func:`fit_panel`."""
 
 from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
-from autogp.parallel.panel import BACKENDS, PanelFit, fit_panel, progress_bar, resolve_workers
+from autogp.parallel.panel import BACKENDS, PanelFit, fit_panel, resolve_workers
+from autogp.parallel.progress import progress_bar
 from autogp.parallel.resume import ResumeStore
 from autogp.parallel.work import (
     SINGLE_THREAD_ENV,

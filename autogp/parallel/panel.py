@@ -21,7 +21,9 @@ from typing import Any
 
 from autogp.config import Config, ConfigError
 from autogp.data import TimeSeries
-from autogp.forecast.model import SeriesFit
+from autogp.inference.posterior import Posterior
+from autogp.parallel.local import run_local
+from autogp.parallel.progress import progress_bar
 from autogp.parallel.resume import ResumeStore
 from autogp.parallel.work import SeriesError, chunk_series, error_message, fit_chunk, fit_series
 
@@ -33,7 +35,7 @@ class PanelFit:
     """The outcome of :func:`fit_panel`: fits and error messages by series id, and the ids
     loaded from the resume folder instead of being fitted."""
 
-    fits: dict[str, SeriesFit] = field(default_factory=dict)
+    fits: dict[str, Posterior] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
 
@@ -75,7 +77,7 @@ def fit_panel(
         on_chunk: called with the ids of each finished (and saved) chunk.
         progress: a progress bar on stderr.
         task: the function run for each chunk, ``task(chunk, config_dict, panel)`` returning
-            one :class:`SeriesFit` or :class:`SeriesError` per series (default
+            one :class:`Posterior` or :class:`SeriesError` per series (default
             :func:`fit_chunk`); it must be importable where it runs.
 
     In a panel a series that fails is recorded in ``errors`` and the others are fitted; a
@@ -101,12 +103,12 @@ def fit_panel(
         overall = (bar.add_task("series", total=len(all_series), completed=len(out.resumed))
                    if panel else None)
 
-        def finish(results: list[SeriesFit | SeriesError]) -> None:
-            fits = [r for r in results if isinstance(r, SeriesFit)]
+        def finish(results: list[Posterior | SeriesError]) -> None:
+            fits = [r for r in results if isinstance(r, Posterior)]
             if store is not None:
                 store.save(fits)
             for r in results:
-                if isinstance(r, SeriesFit):
+                if isinstance(r, Posterior):
                     out.fits[r.unique_id] = r
                 else:
                     out.errors[r.unique_id] = r.message
@@ -122,8 +124,6 @@ def fit_panel(
         else:
             chunks = chunk_series(todo, workers)
             if backend == "local":
-                from autogp.parallel.local import run_local
-
                 done = run_local(chunks, config_dict, panel=panel, workers=workers, task=task)
             else:
                 done = _dask_runner()(chunks, config_dict, panel=panel, workers=workers,
@@ -148,13 +148,13 @@ def _fit_here(
     config: Config,
     panel: bool,
     bar: Any,
-    finish: Callable[[list[SeriesFit | SeriesError]], None],
+    finish: Callable[[list[Posterior | SeriesError]], None],
 ) -> None:
     """Fit in this process, in panel order, with a bar for each series' SMC rounds; chunks
     of up to 8 series are handed to ``finish`` (and so saved) as they complete."""
     size = max(1, min(8, len(todo) // 4))
     for start in range(0, len(todo), size):
-        results: list[SeriesFit | SeriesError] = []
+        results: list[Posterior | SeriesError] = []
         for series in todo[start : start + size]:
             rounds = bar.add_task(f"{series.unique_id}: SMC rounds", total=None)
 
@@ -172,38 +172,4 @@ def _fit_here(
         finish(results)
 
 
-def progress_bar(enabled: bool) -> Any:
-    """A rich progress bar on stderr, or a no-op."""
-    if not enabled:
-        return _NoProgress()
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=False,
-    )
-
-
-class _NoProgress:
-    def __enter__(self) -> _NoProgress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def add_task(self, *args: Any, **kwargs: Any) -> int:
-        return 0
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def remove_task(self, *args: Any) -> None:
-        return None
-
-
-__all__ = ["BACKENDS", "PanelFit", "fit_panel", "progress_bar"]
+__all__ = ["BACKENDS", "PanelFit", "fit_panel", "resolve_workers"]

@@ -25,7 +25,7 @@ import numpy as np
 from autogp.config import ConfigError
 from autogp.data import AutoGPDataWarning, TimeSeries
 from autogp.forecast.atomic import atomic_path
-from autogp.forecast.model import SeriesFit
+from autogp.inference.posterior import Posterior
 
 FORMAT = "autogp-resume/1"
 # Settings that do not change a series' fit (where it runs, what is written afterwards).
@@ -68,10 +68,10 @@ class ResumeStore:
     def files(self) -> list[Path]:
         return sorted(self.directory.glob("chunk-*.pkl"))
 
-    def load(self, wanted: Iterable[TimeSeries]) -> dict[str, SeriesFit]:
+    def load(self, wanted: Iterable[TimeSeries]) -> dict[str, Posterior]:
         """The stored fits of ``wanted`` series (same settings, same data)."""
         digests = {s.unique_id: series_digest(s) for s in wanted}
-        found: dict[str, SeriesFit] = {}
+        found: dict[str, Posterior] = {}
         for path in self.files():
             try:
                 with open(path, "rb") as fh:
@@ -92,7 +92,7 @@ class ResumeStore:
                     found[uid] = fit
         return found
 
-    def save(self, fits: list[SeriesFit]) -> Path | None:
+    def save(self, fits: list[Posterior]) -> Path | None:
         """Write one finished chunk (atomically); nothing when it holds no fit."""
         if not fits:
             return None

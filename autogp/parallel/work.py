@@ -18,7 +18,10 @@ import pandas as pd
 from autogp._x64 import x64
 from autogp.config import Config, load_config
 from autogp.data import DataError, TimeSeries
-from autogp.forecast.model import AutoGP, SeriesFit, fit_series_posterior
+from autogp.forecast.fitting import fit_series_posterior
+from autogp.forecast.prediction import predict_frame
+from autogp.forecast.tables import structure_table
+from autogp.inference.posterior import Posterior
 
 
 def compilation_cache_root() -> str | None:
@@ -68,7 +71,7 @@ def fit_series(
     *,
     panel: bool = True,
     callback: Callable[[int, int], None] | None = None,
-) -> SeriesFit:
+) -> Posterior:
     """The particle posterior of one series (key: the seed and, in a panel, the series id)."""
     with x64():
         return fit_series_posterior(series, _as_config(config), panel=panel, callback=callback)
@@ -76,11 +79,11 @@ def fit_series(
 
 def fit_chunk(
     chunk: Sequence[TimeSeries], config: Mapping[str, Any], panel: bool = True
-) -> list[SeriesFit | SeriesError]:
+) -> list[Posterior | SeriesError]:
     """Fit ``chunk`` one series after another; a series that fails gives a :class:`SeriesError`
     (its id and the message) and the others are still fitted."""
     cfg = _as_config(config)
-    out: list[SeriesFit | SeriesError] = []
+    out: list[Posterior | SeriesError] = []
     for series in chunk:
         try:
             out.append(fit_series(series, cfg, panel=panel))
@@ -110,13 +113,12 @@ class SeriesOutputs:
 
 
 def series_outputs(
-    fit: SeriesFit,
+    fit: Posterior,
     config: Config | Mapping[str, Any],
     horizon: int | Any = None,
 ) -> SeriesOutputs:
     """The forecast rows (``horizon`` steps, default ``forecast.horizon``, or future stamps),
     structure posterior and fit statistics of one fitted series."""
-    model = AutoGP.from_fits([fit], _as_config(config))
     w = fit.weights()
     stats = {
         "unique_id": fit.unique_id,
@@ -125,7 +127,9 @@ def series_outputs(
         "log_marginal_likelihood": float(fit.log_marginal_likelihood),
         "ess": float(1.0 / np.sum(w**2)),
     }
-    return SeriesOutputs(model.predict(horizon), model.kernels(), stats)
+    with x64():
+        forecast = predict_frame([fit], _as_config(config), horizon)
+    return SeriesOutputs(forecast, structure_table([fit]), stats)
 
 
 __all__ = [

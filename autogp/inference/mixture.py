@@ -22,7 +22,7 @@ from jax.scipy.special import logsumexp, ndtr
 from jax.scipy.stats import norm
 
 from autogp._x64 import with_x64
-from autogp.forecast import _shapes
+from autogp.inference import shapes
 
 # Bisection iterations: the bracket starts at most ~100 standard deviations wide; 200 halvings
 # shrink any float64 bracket to adjacent floats, so the answer is as exact as the CDF itself.
@@ -167,7 +167,7 @@ def mixture_quantiles(weights, means, sds, probs) -> np.ndarray:
         jnp.asarray(log_w),
         jnp.asarray(means),
         jnp.asarray(sds),
-        jnp.asarray(_shapes.pad_repeat(probs, _shapes.bucket(K, minimum=8))),
+        jnp.asarray(shapes.pad_repeat(probs, shapes.bucket(K, minimum=8))),
     )
     return np.asarray(out)[:K, :M]
 
@@ -179,10 +179,10 @@ def _padded(weights: np.ndarray, means: np.ndarray, sds: np.ndarray):
     w = weights / weights.sum()
     with np.errstate(divide="ignore"):
         log_w = np.log(w)
-    p_size, m_size = _shapes.bucket(P, minimum=8), _shapes.bucket(M)
+    p_size, m_size = shapes.bucket(P, minimum=8), shapes.bucket(M)
     log_w = np.concatenate([log_w, np.full(p_size - P, -np.inf)])
-    means = _shapes.pad_repeat(means, m_size, axis=1)
-    sds = _shapes.pad_repeat(sds, m_size, axis=1)
+    means = shapes.pad_repeat(means, m_size, axis=1)
+    sds = shapes.pad_repeat(sds, m_size, axis=1)
     means = np.concatenate([means, np.zeros((p_size - P, m_size))])
     sds = np.concatenate([sds, np.ones((p_size - P, m_size))])
     return log_w, means, sds
@@ -201,7 +201,7 @@ def mixture_logpdf(weights, means, sds, y) -> np.ndarray:
     means = np.asarray(means, dtype=np.float64)
     M = means.shape[1]
     log_w, means, sds = _padded(weights, means, np.asarray(sds, dtype=np.float64))
-    y = _shapes.pad_repeat(np.asarray(y, dtype=np.float64), means.shape[1])
+    y = shapes.pad_repeat(np.asarray(y, dtype=np.float64), means.shape[1])
     out = _logpdf_jit(jnp.asarray(log_w), jnp.asarray(means), jnp.asarray(sds), jnp.asarray(y))
     return np.asarray(out)[:M]
 

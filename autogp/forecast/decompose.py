@@ -1,0 +1,41 @@
+"""Decomposition frames: a fitted series split into trend, seasonal, smooth, change-point and
+noise components (see :meth:`autogp.AutoGP.decompose`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from autogp.forecast.explain import COMPONENTS, additive_terms, classify_term
+from autogp.inference.posterior import Posterior
+from autogp.kernels import Kernel
+
+
+def component_terms(expr: Kernel) -> list[tuple[Kernel, str]]:
+    """The top-level additive terms of ``expr``, each with its component (:data:`COMPONENTS`)."""
+    return [(term, classify_term(term)) for term in additive_terms(expr)]
+
+
+def decomposition_frame(post: Posterior, t_new: np.ndarray, ds_new: pd.Index) -> pd.DataFrame:
+    """Columns ``unique_id``, ``ds``, ``y``, the components, ``fitted`` and ``residual`` of one
+    series at ``t_new``, in the fitted (possibly transformed) units (``attrs["units"]``)."""
+    comps = post.component_means(t_new, component_terms, COMPONENTS)
+    s = post.scaler
+    df = pd.DataFrame({"unique_id": post.unique_id, "ds": ds_new}, index=range(len(t_new)))
+    observed = pd.Series(post.series.y, index=post.series.t)
+    y_at = observed.reindex(t_new).to_numpy(dtype=np.float64)
+    df["y"] = s.transform_y(y_at)
+    fitted = np.zeros(len(t_new))
+    for kind in COMPONENTS:
+        values = s.value_scale * comps[kind]
+        if kind == "trend":
+            values = values + s.value_offset
+        df[kind] = values
+        fitted = fitted + values
+    df["fitted"] = fitted
+    df["residual"] = df["y"] - fitted
+    df.attrs["units"] = s.units
+    return df
+
+
+__all__ = ["component_terms", "decomposition_frame"]

@@ -1,0 +1,97 @@
+"""Fitting one series under a config: its random key, its normalisation, its candidate periods,
+its likelihood, and the SMC run that turns them into a :class:`Posterior`.
+
+Time and values are normalised per series (:class:`autogp.data.Scaler`: time onto [0, 1] over the
+training span, values z-scored, after a log or Box-Cox transform when the data call for one)
+before the SMC engine (:func:`autogp.inference.smc.run_smc`) sees them.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable
+
+import jax
+
+from autogp.config import Config
+from autogp.data import DataError, Scaler, TimeSeries
+from autogp.data.seasons import candidate_periods
+from autogp.data.transform import choose_transform
+from autogp.evaluator.sparse import inducing_points_for
+from autogp.forecast.metrics import seasonality
+from autogp.inference import smc
+from autogp.inference.posterior import Posterior
+
+
+def series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
+    """The random key of a series: from the seed and, in a panel, the series' id (never its
+    position, so a fit does not depend on the other series)."""
+    key = jax.random.key(seed)
+    if panel:  # a series' key depends on its name, not on its position in the panel
+        key = jax.random.fold_in(key, zlib.crc32(unique_id.encode("utf-8")) & 0x7FFFFFFF)
+    return key
+
+
+def num_inducing(config: Config, n: int) -> int:
+    """0 where a series of ``n`` points gets the exact likelihood, else its inducing points."""
+    settings = config.smc
+    return inducing_points_for(n, settings.likelihood, settings.inducing_points,
+                               settings.sparse_above)
+
+
+def series_scaler(series: TimeSeries, config: Config) -> Scaler:
+    """The normalisation of one series under ``config.data`` (transform, centring). The
+    transform is chosen from the training values alone (``data.transform``)."""
+    season = seasonality(series.axis)
+    center_last = None
+    if config.data.center == "recent":
+        center_last = season if season > 1 else max(1, int(math.ceil(0.1 * series.n)))
+        center_last = min(center_last, series.n)
+    try:
+        choice = choose_transform(series.y, season, config.data.effective_transform,
+                                  config.data.boxcox_lambda)
+    except ValueError as exc:
+        raise DataError(f"series {series.unique_id!r}: {exc}") from None
+    return Scaler.fit(series.t, series.y, boxcox_lambda=choice.lam,
+                      transform_reason=choice.reason, center_last=center_last)
+
+
+def seasonal_periods(series: TimeSeries, scaler: Scaler) -> list[float] | None:
+    """The calendar seasons of the series' axis (12 months; 24 and 168 hours; ...) in
+    normalised time, as candidates for the period proposal; None when the axis has none."""
+    periods = candidate_periods(series.axis)
+    if not periods:
+        return None
+    return [float(p / scaler.time_scale) for p in periods]
+
+
+def fit_series_posterior(
+    series: TimeSeries,
+    config: Config,
+    *,
+    panel: bool,
+    callback: Callable[[int, int], None] | None = None,
+) -> Posterior:
+    """Run the SMC on one series under ``config`` and return its particle posterior.
+
+    The key comes from ``config.seed`` and, in a panel, the series id (never its position), so
+    the result does not depend on which other series are fitted, in what order or where.
+    """
+    scaler = series_scaler(series, config)
+    x = scaler.forward_t(series.t)
+    y = scaler.forward_y(series.y)
+    key = series_key(config.seed, series.unique_id, panel)
+    result = smc.run_smc(x, y, config, key=key, callback=callback,
+                         seasonal_period=seasonal_periods(series, scaler))
+    return Posterior.from_smc(series, scaler, result,
+                              num_inducing=num_inducing(config, series.n))
+
+
+__all__ = [
+    "fit_series_posterior",
+    "num_inducing",
+    "seasonal_periods",
+    "series_key",
+    "series_scaler",
+]

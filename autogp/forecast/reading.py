@@ -1,0 +1,97 @@
+"""What :meth:`autogp.AutoGP.fit` accepts, turned into series: a DataFrame (pandas or Dask), a
+``(t, y)`` pair of arrays, a CSV path or :class:`TimeSeries` objects, read under the config's
+``[data]`` section; rows marked as test are left out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from autogp.config import Config
+from autogp.data import DataError, TimeSeries, from_arrays, from_frame, read_csv
+from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
+
+
+def read_series(
+    data: Any,
+    config: Config,
+    time_col: str | None = None,
+    target_col: str | None = None,
+    id_col: str | None = None,
+) -> list[TimeSeries]:
+    """The training series in ``data`` (column names default to the config's ``[data]``);
+    raises :class:`DataError` on the first problem."""
+    d = config.data
+    time_col = time_col or d.time_col
+    target_col = target_col or d.target_col
+    id_col = id_col if id_col is not None else d.id_col
+    # The point cap protects the exact likelihood only; the sparse one scales.
+    max_points = d.max_points if config.smc.likelihood == "exact" else None
+    common = {
+        "strict": d.strict,
+        "aggregate": d.aggregate,
+        "max_points": max_points,
+    }
+    if isinstance(data, TimeSeries):
+        out = [data]
+    elif (
+        isinstance(data, list | tuple) and data and all(isinstance(s, TimeSeries) for s in data)
+    ):
+        out = list(data)
+    elif isinstance(data, pd.DataFrame):
+        if id_col is None and "unique_id" in data.columns:
+            id_col = "unique_id"
+        kwargs = dict(common, split_col=d.split_col, test_value=d.test_value)
+        if d.split_col is not None and d.split_col not in data.columns:
+            kwargs["split_col"] = None
+        res = from_frame(data, time_col, target_col, id_col, **kwargs)
+        out = res if isinstance(res, list) else [res]
+    elif isinstance(data, str | Path):
+        kwargs = d.read_kwargs()
+        kwargs.update(time_col=time_col, target_col=target_col, id_col=id_col,
+                      max_points=max_points)
+        res = read_csv(data, **kwargs)
+        out = res if isinstance(res, list) else [res]
+    elif isinstance(data, tuple) and len(data) == 2:
+        t, y = data
+        out = [from_arrays(t, y, **common)]
+    else:
+        raise DataError(
+            "fit expects a DataFrame (ds, y[, unique_id]), a (t, y) pair of arrays, a CSV "
+            f"path or TimeSeries objects; got {type(data).__name__}"
+        )
+    seen: set[str] = set()
+    for s in out:
+        if s.unique_id in seen:
+            raise DataError(f"series id {s.unique_id!r} appears twice")
+        seen.add(s.unique_id)
+    return [s.train() if s.is_test is not None and s.is_test.any() else s for s in out]
+
+
+def read_panel(
+    data: Any,
+    config: Config,
+    time_col: str | None = None,
+    target_col: str | None = None,
+    id_col: str | None = None,
+) -> tuple[list[TimeSeries], dict[str, str]]:
+    """The series in ``data`` that read, and an error message per series of a panel that
+    does not (:func:`autogp.parallel.read_series_tolerant`). A Dask DataFrame is brought over
+    as pandas first, only the columns needed."""
+    d = config.data
+    id_name = id_col if id_col is not None else d.id_col
+    if is_dask_frame(data):
+        id_name = id_name or ("unique_id" if "unique_id" in data.columns else None)
+        wanted = [time_col or d.time_col, target_col or d.target_col, id_name, d.split_col]
+        data = dask_to_pandas(data, [c for c in wanted if c is not None])
+    if id_name is None and isinstance(data, pd.DataFrame) and "unique_id" in data.columns:
+        id_name = "unique_id"
+    return read_series_tolerant(
+        lambda part: read_series(part, config, time_col, target_col, id_col), data, id_name,
+        sep=d.sep,
+    )
+
+
+__all__ = ["read_panel", "read_series"]

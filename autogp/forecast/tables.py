@@ -1,0 +1,82 @@
+"""The structure posterior of fitted series as a table and as plain text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from autogp.forecast.explain import describe
+from autogp.inference.posterior import Posterior
+from autogp.kernels import structure, to_text
+
+STRUCTURE_COLUMNS = (
+    "unique_id",
+    "structure",
+    "weight",
+    "particles",
+    "expression",
+    "noise_sd",
+    "reading",
+)
+
+
+def structure_table(
+    posteriors: Sequence[Posterior], order: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """One row per distinct structure per series, sorted by weight within each series (series
+    in ``order``, by id; default: as given); columns :data:`STRUCTURE_COLUMNS` (see
+    :meth:`autogp.AutoGP.kernels`)."""
+    rows = []
+    for post in posteriors:
+        w = post.weights()
+        exprs = post.expressions()
+        noise_sd = post.noise_sd()
+        groups: dict[str, list[int]] = {}
+        for i, e in enumerate(exprs):
+            groups.setdefault(structure(e), []).append(i)
+        for text, idx in groups.items():
+            best = max(idx, key=lambda i: w[i])
+            data_expr = post.in_data_units(exprs[best])
+            rows.append(
+                {
+                    "unique_id": post.unique_id,
+                    "structure": text,
+                    "weight": float(sum(w[i] for i in idx)),
+                    "particles": len(idx),
+                    "expression": to_text(data_expr, params=True, precision=4),
+                    "noise_sd": float(noise_sd[best]),
+                    "reading": describe(data_expr, post.series.axis),
+                }
+            )
+    df = pd.DataFrame(rows, columns=list(STRUCTURE_COLUMNS))
+    ids = [post.unique_id for post in posteriors] if order is None else order
+    df["_o"] = df["unique_id"].map({u: i for i, u in enumerate(ids)})
+    df = df.sort_values(["_o", "weight"], ascending=[True, False], kind="stable")
+    return df.drop(columns="_o").reset_index(drop=True)
+
+
+def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int = 5) -> str:
+    """A plain-text summary of the structure posterior (the ``top`` rows of ``table``, a
+    :func:`structure_table`, per series)."""
+    lines = []
+    for post in posteriors:
+        rows = table[table["unique_id"] == post.unique_id]
+        s = post.series
+        unit = f" in {post.scaler.units} units" if post.scaler.transformed else ""
+        lines.append(
+            f"{post.unique_id}: {s.n} observations, {s.axis.describe()}; "
+            f"{len(post.noise)} particles, {len(rows)} distinct structures"
+        )
+        if post.scaler.transform_reason:
+            lines.append(f"  {post.scaler.transform_reason}")
+        for _, r in rows.head(top).iterrows():
+            lines.append(f"  {100 * r['weight']:5.1f}%  {r['reading']}")
+            lines.append(f"          {r['expression']}  (noise sd {r['noise_sd']:.4g}{unit})")
+        if len(rows) > top:
+            rest = rows["weight"].iloc[top:].sum()
+            lines.append(f"  {100 * rest:5.1f}%  ({len(rows) - top} more structures)")
+    return "\n".join(lines)
+
+
+__all__ = ["STRUCTURE_COLUMNS", "explanation", "structure_table"]
