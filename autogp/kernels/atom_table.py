@@ -368,7 +368,38 @@ BM_ROW = AtomRow(
 )  # fmt: skip
 
 
+# --- M72: Matern 7/2, amp (1 + q + 2 q^2 / 5 + q^3 / 15) exp(-q), q = sqrt(7) r / l --------------
+# Three times mean-square differentiable: between M52 and SE. Off by default (weight 0).
+M72: Final = 15
+_SQRT7 = math.sqrt(7.0)
+
+
+def m72_value(theta, t1, t2):
+    q = _SQRT7 * distance(t1, t2) / theta[0]
+    return theta[1] * (1.0 + q + q * q * (0.4 + q / 15.0)) * jnp.exp(-q)
+
+
+def m72_vjp(theta, t1, t2, cot):
+    l, amp = theta[0], theta[1]
+    q = _SQRT7 * distance(t1, t2) / l
+    e = cot * jnp.exp(-q)
+    # dk/dl = amp q^2 (3 + 3 q + q^2) exp(-q) / (15 l)
+    d = sums(e * q * q * (3.0 + q * (3.0 + q)), e * (1.0 + q + q * q * (0.4 + q / 15.0)))
+    return gradient(amp * d[0] / (15.0 * l), d[1])
+
+
+M72_ROW = AtomRow(
+    opcode=M72, name="M72", class_name="Matern72", title="Matern 7/2",
+    formula=(
+        "Matern 7/2: k(t, t') = amp * (1 + q + 2 q^2 / 5 + q^3 / 15) * exp(-q), q = sqrt(7) r / l."
+    ),
+    params=(LENGTH, AMP), split=1, value=m72_value, vjp=m72_vjp, stationary=True, role="smooth",
+    reading=_smooth,
+)  # fmt: skip
+
+
 #: Every atom, in opcode order.
 ROWS: Final = (
     CONST_ROW, LIN_ROW, SE_ROW, GE_ROW, PER_ROW, WN_ROW, M12_ROW, M32_ROW, M52_ROW, RQ_ROW, BM_ROW,
+    M72_ROW,
 )  # fmt: skip
