@@ -27,7 +27,7 @@ import difflib
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, make_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -104,41 +104,11 @@ def _section(cls: type, doc: str) -> Any:
     return field(default_factory=cls, metadata={"section": cls, "doc": doc})
 
 
-def _prior(name: str) -> Any:
-    mean, std = _SPEC_PRIORS[name]
+def _prior(param: _spec.Param) -> Any:
+    mean, std = param.prior
     return field(
-        default_factory=lambda: Prior(mean, std),
-        metadata={"section": Prior, "doc": _PRIOR_DOCS[name]},
+        default_factory=lambda: Prior(mean, std), metadata={"section": Prior, "doc": param.doc}
     )
-
-
-# Priors come from the kernel grammar's table, the single source of truth.
-def _spec_priors() -> dict[str, tuple[float, float]]:
-    mean, std = _spec.default_prior_table()
-    out: dict[str, tuple[float, float]] = {}
-    for op, names in _spec.PARAM_NAMES.items():
-        for k, name in enumerate(names):
-            out.setdefault(name, (float(mean[op, k]), float(std[op, k])))
-    out["noise"] = tuple(float(v) for v in _spec.DEFAULT_NOISE_PRIOR)  # type: ignore[assignment]
-    return out
-
-
-_SPEC_PRIORS = _spec_priors()
-_PRIOR_DOCS = {
-    "c": "CONST value (log scale)",
-    "intercept": "LIN intercept: location on the normalised time axis (identity)",
-    "bias": "LIN bias (log scale)",
-    "amp": "amplitude of SE/GE/PER/Matern/RQ/LIN/BM kernels (log scale)",
-    "origin": "BM start of the random walk in normalised time (identity)",
-    "l": "length scale in normalised time (log scale)",
-    "gamma": "GE exponent in (0, 2) (logit scale: gamma = 2 sigmoid(u))",
-    "period": "PER period in normalised time (log scale)",
-    "alpha": "RQ shape (log scale)",
-    "v": "WN variance (log scale)",
-    "location": "CP change-point location in normalised time (identity)",
-    "scale": "CP transition width in normalised time (log scale)",
-    "noise": "observation-noise variance (log scale)",
-}
 
 
 # ---- sections --------------------------------------------------------------------------------
@@ -242,30 +212,9 @@ def _weight(default: float, what: str) -> Any:
     return _key(float(default), f"prior weight of {what}", "float", lo=0.0, hi=1e6)
 
 
-@dataclass(frozen=True)
-class GrammarWeights:
-    """[grammar.weights]: unnormalised probability of each atom/operator in the structure prior.
-
-    0 removes a symbol from the grammar. At least one atom needs a positive weight.
-    """
-
-    LIN: float = _weight(6, "LIN (linear)")
-    GE: float = _weight(6, "GE (gamma-exponential)")
-    PER: float = _weight(6, "PER (periodic)")
-    PLUS: float = _weight(5, "PLUS (sum of two kernels)")
-    TIMES: float = _weight(5, "TIMES (product of two kernels)")
-    CP: float = _weight(2, "CP (change point)")
-    CONST: float = _weight(0, "CONST (constant)")
-    SE: float = _weight(0, "SE (squared exponential)")
-    WN: float = _weight(0, "WN (white noise)")
-    M12: float = _weight(0, "M12 (Matern 1/2)")
-    M32: float = _weight(0, "M32 (Matern 3/2)")
-    M52: float = _weight(0, "M52 (Matern 5/2)")
-    RQ: float = _weight(0, "RQ (rational quadratic)")
-    BM: float = _weight(0, "BM (Brownian motion: a random-walk level)")
-
-    ATOMS = ("CONST", "LIN", "SE", "GE", "PER", "WN", "M12", "M32", "M52", "RQ", "BM")
-    OPERATORS = ("PLUS", "TIMES", "CP")
+class _GrammarWeightsMethods:
+    ATOMS = tuple(_spec.KEYS[op] for op in _spec.ATOMS)
+    OPERATORS = tuple(_spec.KEYS[op] for op in _spec.OPERATORS)
 
     def as_dict(self) -> dict[str, float]:
         """Name -> weight, atoms first (names as in ``autogp.kernels.spec``; PLUS is '+')."""
@@ -278,6 +227,26 @@ class GrammarWeights:
                 f"all are 0",
                 key=prefix,
             )
+
+
+# One key per atom and operator, from the kernel table: those on by default first.
+GrammarWeights = make_dataclass(
+    "GrammarWeights",
+    [
+        (_spec.KEYS[op], float, _weight(w, f"{_spec.KEYS[op]} ({_spec.TITLES[op]})"))
+        for op, w in sorted(_spec.DEFAULT_WEIGHTS.items(), key=lambda item: (item[1] == 0, item[0]))
+    ],
+    bases=(_GrammarWeightsMethods,),
+    frozen=True,
+    namespace={
+        "__module__": __name__,
+        "__doc__": """[grammar.weights]: unnormalised probability of each atom/operator in the
+    structure prior.
+
+    0 removes a symbol from the grammar. At least one atom needs a positive weight.
+    """,
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -297,32 +266,30 @@ class Prior:
                       lo=0.0, hi=1e6, lo_open=True)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class PriorsConfig:
-    """[priors]: Normal(mean, std) priors on unconstrained parameters, by parameter name.
-
-    Parameters live in normalised units (time in [0, 1], values standardised); positive
-    parameters use a log transform, so ``mean = -1.5`` is a median of exp(-1.5) ~ 0.22.
-    """
-
-    c: Prior = _prior("c")
-    intercept: Prior = _prior("intercept")
-    bias: Prior = _prior("bias")
-    amp: Prior = _prior("amp")
-    l: Prior = _prior("l")
-    gamma: Prior = _prior("gamma")
-    period: Prior = _prior("period")
-    alpha: Prior = _prior("alpha")
-    v: Prior = _prior("v")
-    location: Prior = _prior("location")
-    scale: Prior = _prior("scale")
-    origin: Prior = _prior("origin")
-    noise: Prior = _prior("noise")
-
+class _PriorsMethods:
     def as_dict(self) -> dict[str, tuple[float, float]]:
         """Parameter name -> (mean, std)."""
         return {f.name: (getattr(self, f.name).mean, getattr(self, f.name).std)
                 for f in fields(self)}  # fmt: skip
+
+
+# One [priors.<name>] per parameter name of the kernel table, and the noise's.
+PriorsConfig = make_dataclass(
+    "PriorsConfig",
+    [(name, Prior, _prior(param)) for name, param in _spec.PARAM_OF_NAME.items()]
+    + [("noise", Prior, _prior(_spec.NOISE))],
+    bases=(_PriorsMethods,),
+    frozen=True,
+    namespace={
+        "__module__": __name__,
+        "__doc__": """[priors]: Normal(mean, std) priors on unconstrained parameters, by parameter
+    name.
+
+    Parameters live in normalised units (time in [0, 1], values standardised); positive
+    parameters use a log transform, so ``mean = -1.5`` is a median of exp(-1.5) ~ 0.22.
+    """,
+    },
+)
 
 
 @dataclass(frozen=True)

@@ -176,59 +176,19 @@ def make_evaluator(
 # =============================================================================================
 # (b) the naive design: a per-pair stack machine over the post-order array
 # =============================================================================================
-_SQRT3, _SQRT5 = math.sqrt(3.0), math.sqrt(5.0)
-
-
 def _atom_scalar(op: int) -> Callable:
-    """Scalar k(t1, t2) of atom ``op`` from unconstrained ``u`` (same formulas as ``leaves``).
+    """Scalar k(t1, t2) of atom ``op`` from unconstrained ``u``: its formula in the atom table
+    (``spec.ROW_OF_OPCODE[op].value``) on 1 x 1 inputs.
 
     Each branch constrains ``u`` with its *own* transforms: under a batched ``lax.switch`` every
     branch runs on every node's parameters, and this keeps unselected branches finite (a NaN
     there would poison the gradient through ``select``).
     """
+    value = spec.ROW_OF_OPCODE[op].value
 
     def k(u, t1, t2):
-        th = constrain_static(op, u)
-        r = jnp.abs(t1 - t2)
-        if op == spec.CONST:
-            return th[0]
-        if op == spec.LIN:
-            c, bias, amp = th
-            return bias + amp * (t1 - c) * (t2 - c)
-        if op == spec.SE:
-            l, amp = th
-            return amp * jnp.exp(-0.5 * (r / l) ** 2)
-        if op == spec.GE:
-            l, gamma, amp = th
-            positive = r > 0
-            log_ratio = jnp.log(jnp.where(positive, r, 1.0) / l)
-            z = jnp.where(positive, jnp.exp(gamma * log_ratio), 0.0)
-            return amp * jnp.exp(-z)
-        if op == spec.PER:
-            l, period, amp = th
-            s = jnp.sin(jnp.pi * r / period)
-            return amp * jnp.exp(-2.0 * (s / l) ** 2)
-        if op == spec.WN:
-            return th[0] * (t1 == t2).astype(t1.dtype)
-        if op == spec.M12:
-            l, amp = th
-            return amp * jnp.exp(-r / l)
-        if op == spec.M32:
-            l, amp = th
-            q = _SQRT3 * r / l
-            return amp * (1.0 + q) * jnp.exp(-q)
-        if op == spec.M52:
-            l, amp = th
-            q = _SQRT5 * r / l
-            return amp * (1.0 + q + q * q / 3.0) * jnp.exp(-q)
-        if op == spec.RQ:
-            l, alpha, amp = th
-            w = 1.0 + r**2 / (2.0 * alpha * l**2)
-            return amp * jnp.exp(-alpha * jnp.log(w))
-        if op == spec.BM:
-            origin, amp = th
-            return amp * jnp.maximum(jnp.minimum(t1, t2) - origin, 0.0)
-        raise ValueError(f"no scalar formula for opcode {op}")
+        theta = jnp.stack(constrain_static(op, u))
+        return value(theta, t1[None], t2[None])[0, 0]
 
     return k
 
@@ -240,9 +200,10 @@ def _cp_scalar(u, t1, t2, left, right):
     return s1 * s2 * left + (1.0 - s1) * (1.0 - s2) * right
 
 
-assert spec.ATOMS == tuple(range(spec.ATOMS[0], spec.ATOMS[0] + len(spec.ATOMS)))
 assert spec.OPERATORS == (spec.PLUS, spec.TIMES, spec.CP)
 _ATOM_BRANCHES = [_atom_scalar(op) for op in spec.ATOMS]
+_ATOM_INDEX = np.zeros(spec.NUM_OPS, np.int32)  # opcode -> its branch (atoms need not be adjacent)
+_ATOM_INDEX[list(spec.ATOMS)] = np.arange(len(spec.ATOMS))
 _OPERATOR_BRANCHES = [
     lambda u, t1, t2, a, b: a + b,
     lambda u, t1, t2, a, b: a * b,
@@ -287,7 +248,7 @@ def naive_pair(post_ops, post_u, count, t1, t2, checkpoints: int = 5):
         op, u = post_ops[i], post_u[i]
 
         def leaf(sp, stack):
-            v = jax.lax.switch(op - spec.ATOMS[0], _ATOM_BRANCHES, u, t1, t2)
+            v = jax.lax.switch(jnp.asarray(_ATOM_INDEX)[op], _ATOM_BRANCHES, u, t1, t2)
             return sp + 1, stack.at[sp].set(v)
 
         def operator(sp, stack):
@@ -295,7 +256,7 @@ def naive_pair(post_ops, post_u, count, t1, t2, checkpoints: int = 5):
             v = jax.lax.switch(op - spec.PLUS, _OPERATOR_BRANCHES, u, t1, t2, left, right)
             return sp - 1, stack.at[sp - 2].set(v)
 
-        sp, stack = jax.lax.cond(op < spec.PLUS, leaf, operator, sp, stack)
+        sp, stack = jax.lax.cond(jnp.asarray(spec.IS_ATOM)[op], leaf, operator, sp, stack)
         return i + 1, sp, stack
 
     init = (jnp.asarray(0, jnp.int32), jnp.asarray(0, jnp.int32), jnp.zeros(S, t1.dtype))

@@ -54,7 +54,7 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {
     "v": (0.05, 2.0),
     "bias": (0.05, 2.0),
 }
-assert set(PARAM_RANGES) == set(spec.UNIT_POWERS)
+assert set(PARAM_RANGES) == set(spec.PARAM_OF_NAME)
 
 
 def random_params(rng: np.random.Generator, op: int) -> tuple[float, ...]:

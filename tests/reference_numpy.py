@@ -21,6 +21,7 @@ from autogp.kernels import (
     Matern12,
     Matern32,
     Matern52,
+    Matern72,
     Periodic,
     Product,
     Sum,
@@ -55,6 +56,9 @@ def gram_numpy(expr: Kernel, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
     if isinstance(expr, Matern52):
         z = np.sqrt(5.0) * r / expr.l
         return expr.amp * (1.0 + z + 5.0 * r**2 / (3.0 * expr.l**2)) * np.exp(-z)
+    if isinstance(expr, Matern72):
+        z = np.sqrt(7.0) * r / expr.l
+        return expr.amp * (1.0 + z + 2.0 * z**2 / 5.0 + z**3 / 15.0) * np.exp(-z)
     if isinstance(expr, RQ):
         return expr.amp * (1.0 + r**2 / (2.0 * expr.alpha * expr.l**2)) ** (-expr.alpha)
     if isinstance(expr, Brownian):

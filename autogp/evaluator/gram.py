@@ -13,8 +13,8 @@ Design (see README, "The evaluator"):
 * The derivative is a ``jax.custom_vjp``: the backward pass walks the same work list, first
   recomputing (bottom-up) only the node values that a product or change point needs, then pushing
   adjoints top-down and reducing each leaf's cotangent to its few parameter gradients with the
-  analytic formulas in ``leaves.py``. Nothing is stored per matrix entry between the passes, and
-  the loop never has to be differentiated by JAX.
+  analytic formulas of the atom table (``kernels/atom_table.py``). Nothing is stored per matrix
+  entry between the passes, and the loop never has to be differentiated by JAX.
 
 Parameters arrive unconstrained (``spec`` transforms); gradients are returned for them.
 """
@@ -56,9 +56,6 @@ def _broadcast_x(x, P):
 
 
 # --- forward: values -----------------------------------------------------------------------------
-STATIONARY = (
-    spec.CONST, spec.SE, spec.GE, spec.PER, spec.WN, spec.M12, spec.M32, spec.M52, spec.RQ
-)
 
 
 def _toeplitz(f):
@@ -107,7 +104,7 @@ def _node_value(op, theta, t1, t2, buf, slot, grid=False):
         return kids[k - 1]
 
     def atom(op_):
-        if grid and op_ in STATIONARY:
+        if grid and op_ in spec.STATIONARY:
             lags = t1 - t1[0]
             zero = jnp.zeros((1,), t1.dtype)
             return lambda: _toeplitz(leaves.VALUE[op_](theta, lags, zero)[:, 0])
@@ -189,14 +186,19 @@ def _operator_adjoints(op, theta, t1, t2, kids, adj):
 
 def _leaf_vjp(op, theta, t1, t2, adj, grid=False):
     def branch(op_):
-        if grid and op_ in STATIONARY:
+        if grid and op_ in spec.STATIONARY:
             # sum_ij A_ij dk(r_ij) = sum_l a_l dk(lag_l) with a_l the lag sums of A.
             lags = t1 - t1[0]
             zero = jnp.zeros((1,), t1.dtype)
             return lambda: leaves.VJP[op_](theta, lags, zero, _lag_sums(adj)[:, None])
         return lambda: leaves.VJP[op_](theta, t1, t2, adj)
 
-    return jax.lax.switch(op - spec.ATOMS[0], [branch(op_) for op_ in spec.ATOMS])
+    # One branch per opcode (as in ``_node_value``): atoms need not have consecutive opcodes.
+    no_grad = lambda: jnp.zeros((spec.MAX_PARAMS,), adj.dtype)
+    branches = [no_grad] * spec.NUM_OPS
+    for op_ in spec.ATOMS:
+        branches[op_] = branch(op_)
+    return jax.lax.switch(op, branches)
 
 
 def _per_particle_worklist(select, descending):
@@ -223,7 +225,7 @@ def _gram_backward(ops, theta, x1, x2, cot, grid=False):
     N1, N2 = x1.shape[1], x2.shape[1]
     dtype = x1.dtype
     occupied = ops != spec.EMPTY
-    is_operator = ops >= spec.PLUS
+    is_operator = jnp.asarray(spec.IS_OPERATOR)[ops]
     rec_slots, rec_count = _per_particle_worklist(
         occupied & _product_ancestors(ops), descending=True
     )

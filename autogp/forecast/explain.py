@@ -5,15 +5,18 @@ The expression handed to :func:`describe` should already be in data units
 locations are numeric times on it: a period of 12.0 on a monthly axis reads "yearly
 seasonality (period 12 months)", a change point at 137.0 reads "change point at 1960-06-01".
 
-Term kinds (:func:`classify_term`), used by ``AutoGP.decompose``:
+Term kinds (:func:`classify_term`), used by ``AutoGP.decompose``, from the roles of the term's
+atoms (``AtomRow.role`` in ``autogp.kernels.atom_table``):
 
-* ``"seasonal"``: anything containing ``PER``;
+* ``"seasonal"``: anything containing a seasonal atom (``PER``);
 * ``"changepoint"``: a ``CP`` at the root of the term;
 * ``"noise"``: white noise (``WN``, possibly scaled by ``CONST``);
-* ``"trend"``: ``LIN``, ``CONST``, ``BM`` (a random-walk level) and products with such a factor
-  (no ``PER``);
+* ``"trend"``: polynomial, constant and level atoms (``LIN``, ``CONST``, ``BM``: a random-walk
+  level) and products with such a factor (no seasonal atom);
 * ``"smooth"``: smooth variation, ``GE``/``SE``/``M12``/``M32``/``M52``/``RQ`` and their
-  products (no ``PER``, no ``LIN``).
+  products (no seasonal or trend atom).
+
+Each atom's own reading (``AtomRow.reading``) comes from the table too; this module combines them.
 """
 
 from __future__ import annotations
@@ -26,7 +29,13 @@ from autogp.data import TimeAxis
 from autogp.kernels import Kernel, leaves, spec
 
 COMPONENTS = ("trend", "seasonal", "smooth", "changepoint", "noise")
-SMOOTH_OPS = frozenset({spec.SE, spec.GE, spec.M12, spec.M32, spec.M52, spec.RQ})
+TREND_ROLES = frozenset({"polynomial", "constant", "level"})
+
+
+def role(expr: Kernel) -> str | None:
+    """The atom's role in a reading (``AtomRow.role``), ``None`` for an operator."""
+    row = spec.ROW_OF_OPCODE.get(expr.opcode)
+    return None if row is None else row.role
 
 
 # ---- additive structure ----------------------------------------------------------------------
@@ -46,14 +55,14 @@ def product_factors(expr: Kernel) -> list[Kernel]:
 
 def classify_term(term: Kernel) -> str:
     """The component a term belongs to: one of :data:`COMPONENTS` (see the module docstring)."""
-    ops = {leaf.opcode for leaf in leaves(term)}
-    if spec.PER in ops:
+    roles = {role(leaf) for leaf in leaves(term)}
+    if "seasonal" in roles:
         return "seasonal"
     if term.opcode == spec.CP:
         return "changepoint"
-    if spec.WN in ops and ops <= {spec.WN, spec.CONST}:
+    if "noise" in roles and roles <= {"noise", "constant"}:
         return "noise"
-    if ops & {spec.LIN, spec.CONST, spec.BM}:
+    if roles & TREND_ROLES:
         return "trend"
     return "smooth"
 
@@ -108,8 +117,8 @@ def _length(x: float, axis: TimeAxis) -> str:
     return axis.format_length(float(x))
 
 
-def _periodic(expr: Kernel, axis: TimeAxis) -> str:
-    period = float(expr.param_dict["period"])
+def periodic_phrase(period: float, axis: TimeAxis) -> str:
+    """A periodic pattern of ``period`` (axis units) in words, named when it is a known season."""
     name = season_name(period, axis)
     if name is not None:
         return f"{name} seasonality (period {_length(period, axis)})"
@@ -122,13 +131,23 @@ def _periodic(expr: Kernel, axis: TimeAxis) -> str:
     return text
 
 
-def _smooth(expr: Kernel, axis: TimeAxis) -> str:
-    length = float(expr.param_dict["l"])
-    rough = expr.opcode in (spec.M12,) or (
-        expr.opcode == spec.GE and float(expr.param_dict["gamma"]) < 1.0
-    )
-    kind = "rough" if rough else "smooth"
-    return f"{kind} variation over ~{_length(length, axis)}"
+class AxisWords:
+    """The ``atom_row.Words`` an atom's reading uses, on one time axis."""
+
+    def __init__(self, axis: TimeAxis) -> None:
+        self.axis = axis
+
+    def length(self, duration: float) -> str:
+        return _length(duration, self.axis)
+
+    def period(self, period: float) -> str:
+        return periodic_phrase(period, self.axis)
+
+
+def _atom(expr: Kernel, axis: TimeAxis) -> str:
+    """An atom on its own, read by its row of the atom table."""
+    params = {name: float(value) for name, value in expr.param_dict.items()}
+    return spec.ROW_OF_OPCODE[expr.opcode].reading(params, AxisWords(axis))
 
 
 _POLY = {1: "linear", 2: "quadratic", 3: "cubic"}
@@ -139,19 +158,16 @@ def _grows(n_lin: int) -> str:
 
 
 def _product(factors: list[Kernel], axis: TimeAxis) -> str:
-    per = [f for f in factors if f.opcode == spec.PER]
-    n_lin = sum(f.opcode == spec.LIN for f in factors)
-    smooth = [f for f in factors if f.opcode in SMOOTH_OPS]
-    noise = [f for f in factors if f.opcode == spec.WN]
-    other = [
-        f
-        for f in factors
-        if f.opcode not in (spec.PER, spec.LIN, spec.CONST, spec.WN) and f.opcode not in SMOOTH_OPS
-    ]
+    per = [f for f in factors if role(f) == "seasonal"]
+    n_lin = sum(role(f) == "polynomial" for f in factors)
+    smooth = [f for f in factors if role(f) == "smooth"]
+    noise = [f for f in factors if role(f) == "noise"]
+    # Constants only scale a product; levels and sub-expressions are read on their own.
+    other = [f for f in factors if role(f) in ("level", None)]
     modifiers: list[str] = []
     if per:
-        base = _periodic(per[0], axis)
-        modifiers += [f"modulated by a {_periodic(p, axis)}" for p in per[1:]]
+        base = _atom(per[0], axis)
+        modifiers += [f"modulated by a {_atom(p, axis)}" for p in per[1:]]
         if n_lin:
             modifiers.append(f"whose amplitude grows {_grows(n_lin)}")
         if smooth:
@@ -164,7 +180,7 @@ def _product(factors: list[Kernel], axis: TimeAxis) -> str:
         if smooth:
             modifiers.append("whose size varies smoothly")
     elif smooth:
-        base = _smooth(min(smooth, key=lambda s: float(s.param_dict["l"])), axis)
+        base = _atom(min(smooth, key=lambda s: float(s.param_dict["l"])), axis)
         if n_lin:
             modifiers.append(f"whose amplitude grows {_grows(n_lin)}")
     elif n_lin:
@@ -197,27 +213,19 @@ def describe(expr: Kernel, axis: TimeAxis) -> str:
         where = format_time(float(p["location"]), axis)
         before, after = (describe(c, axis) for c in expr.children)
         return f"change point at {where}: before, {before}; after, {after}"
-    if op == spec.LIN:
-        return "linear trend"
-    if op == spec.CONST:
-        return "constant offset"
-    if op == spec.BM:
-        return "random-walk level"
-    if op == spec.WN:
-        return "noise"
-    if op == spec.PER:
-        return _periodic(expr, axis)
-    if op in SMOOTH_OPS:
-        return _smooth(expr, axis)
-    return spec.NAMES[op]  # pragma: no cover - every opcode is handled above
+    return _atom(expr, axis)
 
 
 __all__ = [
     "COMPONENTS",
+    "TREND_ROLES",
+    "AxisWords",
     "additive_terms",
     "classify_term",
     "describe",
     "format_time",
+    "periodic_phrase",
     "product_factors",
+    "role",
     "season_name",
 ]

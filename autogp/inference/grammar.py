@@ -35,23 +35,13 @@ from autogp.kernels import spec
 
 Array = jax.Array
 
-#: Production weights of AutoGP.jl: LIN, GE, PER 6 each; + and * 5 each; CP 2; all else 0.
-DEFAULT_WEIGHTS: Mapping[int, float] = {
-    spec.LIN: 6.0,
-    spec.GE: 6.0,
-    spec.PER: 6.0,
-    spec.PLUS: 5.0,
-    spec.TIMES: 5.0,
-    spec.CP: 2.0,
-}
+#: Production weights of AutoGP.jl: LIN, GE, PER 6 each; + and * 5 each; CP 2; all else 0
+#: (the opcodes with a positive ``spec.DEFAULT_WEIGHTS``, which the atom table sets).
+DEFAULT_WEIGHTS: Mapping[int, float] = {op: w for op, w in spec.DEFAULT_WEIGHTS.items() if w > 0}
 MAX_SUPPORTED_DEPTH = 5
 
-IS_OPERATOR = np.zeros(spec.NUM_OPS, dtype=bool)
-IS_OPERATOR[list(spec.OPERATORS)] = True
-IS_OPERATOR.setflags(write=False)
-IS_ATOM = np.zeros(spec.NUM_OPS, dtype=bool)
-IS_ATOM[list(spec.ATOMS)] = True
-IS_ATOM.setflags(write=False)
+IS_OPERATOR = spec.IS_OPERATOR
+IS_ATOM = spec.IS_ATOM
 
 # Rows of ``Grammar.path_log_prob_table``: how the on-path operators of an attach are drawn.
 PATH_ROW_NO_CP = 0  # uniform over allowed operators, CP not allowed at the position
@@ -458,6 +448,24 @@ def log_prior_subtree(grammar: Grammar, ops: Array, params: Array, slot: Array |
 
 
 # --- sampling --------------------------------------------------------------------------------
+def node_type_noise(key: Array, num_slots: int, dtype) -> Array:
+    """Gumbel noise ``[num_slots, NUM_OPS]`` for drawing node types (the Gumbel-max trick).
+
+    The first ``spec.BASE_NUM_OPS`` opcodes share one draw; each opcode appended since then
+    draws its own column from ``fold_in(key, opcode)``. Appending an atom therefore leaves the
+    draws of every grammar that gives it weight 0 unchanged, bit for bit.
+    """
+    noise = jax.random.gumbel(key, (num_slots, spec.BASE_NUM_OPS), dtype=dtype)
+    if spec.NUM_OPS == spec.BASE_NUM_OPS:
+        return noise
+
+    def column(op: Array) -> Array:
+        return jax.random.gumbel(jax.random.fold_in(key, op), (num_slots,), dtype=dtype)
+
+    appended = jax.vmap(column, out_axes=1)(jnp.arange(spec.BASE_NUM_OPS, spec.NUM_OPS))
+    return jnp.concatenate([noise, appended], axis=1)
+
+
 def fill_top_down(
     grammar: Grammar,
     ops: Array,
@@ -478,15 +486,15 @@ def fill_top_down(
       stays empty.
 
     Every new node's parameters are drawn from their priors. Fixed shapes: D+1 vectorised
-    steps over the heap levels, one Gumbel draw for all node types and one normal draw for all
-    parameters.
+    steps over the heap levels, one Gumbel noise table for all node types and one normal draw
+    for all parameters.
     """
     tables = heap_tables(grammar.max_depth)
     if path_mask is None:
         path_mask = jnp.zeros(tables.num_slots, dtype=bool)
     key_types, key_params = jax.random.split(key)
     float_dtype = params.dtype
-    gumbel = jax.random.gumbel(key_types, (tables.num_slots, spec.NUM_OPS), dtype=float_dtype)
+    gumbel = node_type_noise(key_types, tables.num_slots, float_dtype)
     normal = jax.random.normal(key_params, (tables.num_slots, spec.MAX_PARAMS), float_dtype)
     region = free_mask | path_mask
     ops = jnp.where(region, spec.EMPTY, ops).astype(jnp.int32)

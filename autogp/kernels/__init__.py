@@ -8,6 +8,7 @@
 from autogp.kernels import spec
 from autogp.kernels.atoms import (
     ATOM_CLASSES,
+    CLASS_OF_NAME,
     GE,
     RQ,
     SE,
@@ -33,8 +34,12 @@ from autogp.kernels.transforms import (
     unconstrain_np,
 )
 
+# Every atom class by its name, including atoms the explicit imports above do not list.
+globals().update(CLASS_OF_NAME)
+
 __all__ = [
     "ATOM_CLASSES",
+    "CLASS_OF_NAME",
     "GE",
     "RQ",
     "Brownian",
@@ -71,3 +76,4 @@ __all__ = [
     "unpack",
     "unpack_one",
 ]
+__all__ += [name for name in CLASS_OF_NAME if name not in __all__]

@@ -94,10 +94,10 @@ class Kernel(eqx.Module):
 
         Each parameter theta becomes theta * time_scale**a * value_scale**b with (a, b) =
         ``spec.unit_powers(opcode, name)``, and points on the time axis (LIN intercept, CP
-        location) also shift: theta * time_scale + time_offset. The value_scale**2 must enter
-        every additive term exactly once, so it goes into both sides of a Sum or ChangePoint but
-        only into the left factor of a Product (the right factor keeps its value-unit
-        parameters, e.g. a PER amp, as they were).
+        location: ``spec.is_time_location``) also shift: theta * time_scale + time_offset. The
+        value_scale**2 must enter every additive term exactly once, so it goes into both sides
+        of a Sum or ChangePoint but only into the left factor of a Product (the right factor
+        keeps its value-unit parameters, e.g. a PER amp, as they were).
         """
         return self._in_data_units(time_scale, time_offset, value_scale, carries_value_scale=True)
 
@@ -110,7 +110,7 @@ class Kernel(eqx.Module):
             value = value * time_scale**time_power
             if carries_value_scale:
                 value = value * value_scale**value_power
-            if name in spec.TIME_LOCATIONS:
+            if spec.is_time_location(self.opcode, name):
                 value = value + time_offset
             params.append(value)
         if self.opcode == spec.TIMES:

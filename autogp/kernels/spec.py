@@ -1,8 +1,8 @@
-"""The kernel grammar's table: opcodes, parameter layout, transforms and default priors.
+"""The kernel grammar's tables: opcodes, parameter layout, transforms and default priors.
 
-Everything that packs, evaluates, samples or prints a kernel expression reads this one table, so
-adding an atom means adding one row here plus its formula (``autogp.evaluator.leaves``) and its
-module (``autogp.kernels.atoms``).
+Every atom is one row of ``autogp.kernels.atom_table``; this module adds the operators and turns
+the rows into the arrays and mappings that packing, the evaluator, the grammar, the text form and
+the config read. Nothing here is written per atom: adding an atom is adding its row.
 
 Layout of a packed batch of P trees of maximum depth D (see ``autogp.kernels.packing``):
 
@@ -21,153 +21,146 @@ Parameters map to their natural (constrained) values through ``TRANSFORMS``:
   location).
 
 Default priors are normal in unconstrained space (log-normal on positive parameters with median
-exp(-1.5) in normalised units, as AutoGP.jl), see ``DEFAULT_PRIOR``. Time is normalised to [0, 1]
-over the training data and values to zero mean and unit variance before fitting, so these priors
-are in those units; ``autogp.forecast`` converts parameters back to data units for reporting.
+exp(-1.5) in normalised units, as AutoGP.jl), see ``default_prior_table``. Time is normalised to
+[0, 1] over the training data and values to zero mean and unit variance before fitting, so these
+priors are in those units; ``autogp.forecast`` converts parameters back to data units for
+reporting.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Final
 
 import numpy as np
 
+from autogp.kernels import atom_table
+from autogp.kernels.atom_row import MAX_PARAMS, AtomRow, Param
+from autogp.kernels.atom_table import BM, CONST, GE, LIN, M12, M32, M52, PER, RQ, SE, WN
+
 # --- opcodes ---------------------------------------------------------------------------------
+# Opcodes are append-only: saved fits store them and seeded draws index by them.
 EMPTY: Final = 0
-CONST: Final = 1
-LIN: Final = 2
-SE: Final = 3
-GE: Final = 4
-PER: Final = 5
-WN: Final = 6
-M12: Final = 7
-M32: Final = 8
-M52: Final = 9
-RQ: Final = 10
-BM: Final = 11
 PLUS: Final = 12
 TIMES: Final = 13
 CP: Final = 14
-NUM_OPS: Final = 15
 
-ATOMS: Final = (CONST, LIN, SE, GE, PER, WN, M12, M32, M52, RQ, BM)
+ATOM_ROWS: Final[tuple[AtomRow, ...]] = tuple(sorted(atom_table.ROWS, key=lambda r: r.opcode))
+ROW_OF_OPCODE: Final[Mapping[int, AtomRow]] = {row.opcode: row for row in ATOM_ROWS}
+ATOMS: Final = tuple(row.opcode for row in ATOM_ROWS)
 OPERATORS: Final = (PLUS, TIMES, CP)
-MAX_PARAMS: Final = 3
+NUM_OPS: Final = max((*ATOMS, *OPERATORS)) + 1
 
-NAMES: Final = {
-    EMPTY: "EMPTY",
-    CONST: "CONST",
-    LIN: "LIN",
-    SE: "SE",
-    GE: "GE",
-    PER: "PER",
-    WN: "WN",
-    M12: "M12",
-    M32: "M32",
-    M52: "M52",
-    RQ: "RQ",
-    BM: "BM",
-    PLUS: "+",
-    TIMES: "*",
-    CP: "CP",
+# The node-type noise of the opcodes 0..14 (the original grammar) is drawn as one block; each
+# later opcode draws its own column (``autogp.inference.grammar.node_type_noise``), so appending
+# an atom leaves every seeded draw that does not use it unchanged.
+BASE_NUM_OPS: Final = 15
+
+# CP's sigmoid s(t) = (1 + tanh((location - t) / scale)) / 2.
+CP_PARAMS: Final = (
+    Param("location", "identity", (0.5, 0.5), units=(1, 0), time_location=True,
+          doc="CP change-point location in normalised time (identity)"),
+    Param("scale", "log", (-3.5, 0.5), units=(1, 0),
+          doc="CP transition width in normalised time (log scale)"),
+)  # fmt: skip
+NOISE: Final = Param(
+    "noise", "log", atom_table.POSITIVE_PRIOR, units=(0, 2),
+    doc="observation-noise variance (log scale)",
+)  # fmt: skip
+
+#: Parameters of each opcode, in storage order.
+PARAMS: Final[Mapping[int, tuple[Param, ...]]] = {
+    EMPTY: (),
+    **{row.opcode: row.params for row in ATOM_ROWS},
+    PLUS: (),
+    TIMES: (),
+    CP: CP_PARAMS,
 }
+NAMES: Final = {EMPTY: "EMPTY", **{row.opcode: row.name for row in ATOM_ROWS},
+                PLUS: "+", TIMES: "*", CP: "CP"}  # fmt: skip
 OPCODE_OF_NAME: Final = {name: op for op, name in NAMES.items() if op != EMPTY}
+# Operators' names as config keys ([grammar.weights] PLUS = 5), and every symbol's title.
+KEYS: Final = {**NAMES, PLUS: "PLUS", TIMES: "TIMES"}
+TITLES: Final = {
+    **{row.opcode: row.title for row in ATOM_ROWS},
+    PLUS: "sum of two kernels",
+    TIMES: "product of two kernels",
+    CP: "change point",
+}
 
 # Parameter names per opcode, in storage order. In the text form the names before ``SPLIT[op]``
 # come before the ';' and the rest after it: ``PER(l=0.31, period=0.083; amp=1.2)``.
-PARAM_NAMES: Final = {
-    EMPTY: (),
-    CONST: ("c",),
-    LIN: ("intercept", "bias", "amp"),
-    SE: ("l", "amp"),
-    GE: ("l", "gamma", "amp"),
-    PER: ("l", "period", "amp"),
-    WN: ("v",),
-    M12: ("l", "amp"),
-    M32: ("l", "amp"),
-    M52: ("l", "amp"),
-    RQ: ("l", "alpha", "amp"),
-    BM: ("origin", "amp"),
-    PLUS: (),
-    TIMES: (),
-    CP: ("location", "scale"),
+PARAM_NAMES: Final = {op: tuple(p.name for p in params) for op, params in PARAMS.items()}
+SPLIT: Final = {op: ROW_OF_OPCODE[op].split if op in ROW_OF_OPCODE else 0 for op in PARAMS}
+
+#: Atoms whose covariance depends on t - t' only.
+STATIONARY: Final = tuple(row.opcode for row in ATOM_ROWS if row.stationary)
+
+#: Default production weight of every atom and operator (AutoGP.jl's: LIN, GE, PER 6 each;
+#: + and * 5 each; CP 2; all else 0).
+DEFAULT_WEIGHTS: Final[Mapping[int, float]] = {
+    **{row.opcode: row.weight for row in ATOM_ROWS},
+    PLUS: 5.0,
+    TIMES: 5.0,
+    CP: 2.0,
 }
-SPLIT: Final = {
-    EMPTY: 0,
-    CONST: 1,
-    LIN: 1,
-    SE: 1,
-    GE: 2,
-    PER: 2,
-    WN: 1,
-    M12: 1,
-    M32: 1,
-    M52: 1,
-    RQ: 2,
-    BM: 1,
-    PLUS: 0,
-    TIMES: 0,
-    CP: 0,
-}
+
+IS_ATOM = np.zeros(NUM_OPS, dtype=bool)
+IS_ATOM[list(ATOMS)] = True
+IS_ATOM.setflags(write=False)
+IS_OPERATOR = np.zeros(NUM_OPS, dtype=bool)
+IS_OPERATOR[list(OPERATORS)] = True
+IS_OPERATOR.setflags(write=False)
 
 # Transform kinds.
 T_IDENTITY: Final = 0
 T_LOG: Final = 1
 T_GAMMA: Final = 2
 TRANSFORM_NAMES: Final = {T_IDENTITY: "identity", T_LOG: "log", T_GAMMA: "gamma"}
-
-
-def _transform_of(name: str) -> int:
-    if name in ("intercept", "location", "origin"):
-        return T_IDENTITY
-    if name == "gamma":
-        return T_GAMMA
-    return T_LOG
-
+_TRANSFORM_CODES = {name: code for code, name in TRANSFORM_NAMES.items()}
 
 NUM_PARAMS = np.zeros(NUM_OPS, dtype=np.int32)
 TRANSFORMS = np.zeros((NUM_OPS, MAX_PARAMS), dtype=np.int32)
-for _op, _names in PARAM_NAMES.items():
-    NUM_PARAMS[_op] = len(_names)
-    for _k, _n in enumerate(_names):
-        TRANSFORMS[_op, _k] = _transform_of(_n)
+for _op, _params in PARAMS.items():
+    NUM_PARAMS[_op] = len(_params)
+    for _k, _param in enumerate(_params):
+        TRANSFORMS[_op, _k] = _TRANSFORM_CODES[_param.transform]
 NUM_PARAMS.setflags(write=False)
 TRANSFORMS.setflags(write=False)
 
-# How each parameter scales when time (t -> t * time_scale) and values (y -> y * value_scale)
-# are mapped back to data units: (power of time_scale, power of value_scale). Locations on the
-# time axis also shift (``autogp.forecast`` handles the offset).
-UNIT_POWERS: Final = {
-    "c": (0, 2),
-    "intercept": (1, 0),
-    "bias": (0, 2),
-    "amp": (0, 2),
-    "l": (1, 0),
-    "period": (1, 0),
-    "gamma": (0, 0),
-    "alpha": (0, 0),
-    "v": (0, 2),
-    "location": (1, 0),
-    "origin": (1, 0),
-    "scale": (1, 0),
-}
 
-# Per-opcode exceptions to UNIT_POWERS: LIN's amp multiplies (t - intercept)(t' - intercept), so it
-# carries time^-2, and BM's a duration (a variance per unit time), time^-1; PER's l divides a
-# squared sine (dimensionless), so it does not scale with time.
-UNIT_POWER_EXCEPTIONS: Final = {(LIN, "amp"): (-2, 2), (BM, "amp"): (-1, 2), (PER, "l"): (0, 0)}
-# Parameters that are points on the time axis: in data units they also shift by the time offset.
-TIME_LOCATIONS: Final = frozenset({"intercept", "location", "origin"})
+def _shared_definitions() -> dict[str, Param]:
+    """Each parameter name's definition; the config has one ``[priors.<name>]`` per name, so
+    every node using a name must agree on its transform, prior and doc (units may differ)."""
+    out: dict[str, Param] = {}
+    for op, params in PARAMS.items():
+        for param in params:
+            first = out.setdefault(param.name, param)
+            same = (first.transform, first.prior, first.doc, first.time_location)
+            if same != (param.transform, param.prior, param.doc, param.time_location):
+                raise ValueError(f"{NAMES[op]} defines parameter {param.name!r} differently")
+    return out
+
+
+#: Every parameter name of any node -> its transform, default prior and doc, in opcode order.
+#: (Its units can differ between nodes: see :func:`unit_powers`.)
+PARAM_OF_NAME: Final[Mapping[str, Param]] = _shared_definitions()
 
 
 def unit_powers(op: int, name: str) -> tuple[int, int]:
     """(power of time_scale, power of value_scale) of parameter ``name`` of opcode ``op``."""
-    return UNIT_POWER_EXCEPTIONS.get((op, name), UNIT_POWERS[name])
+    return PARAMS[op][PARAM_NAMES[op].index(name)].units
+
+
+def is_time_location(op: int, name: str) -> bool:
+    """Whether parameter ``name`` of ``op`` is a point on the time axis (it shifts by the
+    time offset in data units)."""
+    return PARAMS[op][PARAM_NAMES[op].index(name)].time_location
 
 
 def is_atom(op: int) -> bool:
-    return op in ATOMS
+    return op in ROW_OF_OPCODE
 
 
 def num_slots(max_depth: int) -> int:
@@ -180,27 +173,27 @@ def slot_depth(slot: int) -> int:
 
 
 # --- priors ----------------------------------------------------------------------------------
-# Normal(mean, std) on the unconstrained value of each parameter. Positive parameters get
-# log-normal priors with median exp(-1.5) (AutoGP.jl); gamma a logit-normal on (0, 2);
-# locations a normal centred in the middle of the normalised time axis.
-_DEFAULT_BY_NAME: Final = {
-    "intercept": (0.5, 1.0),
-    "location": (0.5, 0.5),
-    # BM starts a little before the first observation (normalised time 0): its first value
-    # then has some variance of its own (amp * -origin) instead of being pinned at zero.
-    "origin": (-0.1, 0.1),
-    "gamma": (0.0, 1.0),
-    "scale": (-3.5, 0.5),
-}
-DEFAULT_POSITIVE_PRIOR: Final = (-1.5, 1.0)
-DEFAULT_NOISE_PRIOR: Final = (-1.5, 1.0)
+# Normal(mean, std) on the unconstrained value of each parameter, from its ``Param``.
+DEFAULT_POSITIVE_PRIOR: Final = atom_table.POSITIVE_PRIOR
+DEFAULT_NOISE_PRIOR: Final = NOISE.prior
 
 
 def default_prior_table() -> tuple[np.ndarray, np.ndarray]:
     """``(mean, std)`` arrays of shape ``[NUM_OPS, MAX_PARAMS]`` (std 1 where unused)."""
     mean = np.zeros((NUM_OPS, MAX_PARAMS))
     std = np.ones((NUM_OPS, MAX_PARAMS))
-    for op, names in PARAM_NAMES.items():
-        for k, name in enumerate(names):
-            mean[op, k], std[op, k] = _DEFAULT_BY_NAME.get(name, DEFAULT_POSITIVE_PRIOR)
+    for op, params in PARAMS.items():
+        for k, param in enumerate(params):
+            mean[op, k], std[op, k] = param.prior
     return mean, std
+
+
+__all__ = [
+    "ATOMS", "ATOM_ROWS", "BASE_NUM_OPS", "BM", "CONST", "CP", "CP_PARAMS", "DEFAULT_NOISE_PRIOR",
+    "DEFAULT_POSITIVE_PRIOR", "DEFAULT_WEIGHTS", "EMPTY", "GE", "IS_ATOM", "IS_OPERATOR", "KEYS",
+    "LIN", "M12", "M32", "M52", "MAX_PARAMS", "NAMES", "NOISE", "NUM_OPS", "NUM_PARAMS",
+    "OPCODE_OF_NAME", "OPERATORS", "PARAMS", "PARAM_NAMES", "PARAM_OF_NAME", "PER", "PLUS", "RQ",
+    "ROW_OF_OPCODE", "SE", "SPLIT", "STATIONARY", "T_GAMMA", "T_IDENTITY", "T_LOG", "TIMES",
+    "TITLES", "TRANSFORMS", "TRANSFORM_NAMES", "WN", "default_prior_table", "is_atom",
+    "is_time_location", "num_slots", "slot_depth", "unit_powers",
+]  # fmt: skip
