@@ -125,10 +125,10 @@ def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch
 
     fake = smc.run_smc
 
-    def failing_on_seven_points(x, y, config, **kwargs):
+    def failing_on_seven_points(x, y, grammar, settings, **kwargs):
         if len(x) == 7:
             raise FloatingPointError("the Cholesky factor is not finite")
-        return fake(x, y, config, **kwargs)
+        return fake(x, y, grammar, settings, **kwargs)
 
     monkeypatch.setattr(smc, "run_smc", failing_on_seven_points)
     good = from_arrays(np.arange(10.0), np.sin(np.arange(10.0)), unique_id="good")
@@ -319,10 +319,10 @@ def test_run_stopped_midway_and_resumed_writes_the_same_files(monkeypatch, tmp_p
                                "--holdout", "3"])
     assert full.exit_code == 0, full.output
 
-    def interrupted_at_the_sixth_series(x, y, config, **kwargs):
+    def interrupted_at_the_sixth_series(x, y, grammar, settings, **kwargs):
         if len(calls) == 5:
             raise KeyboardInterrupt  # Ctrl-C while the sixth series is fitted
-        return fake(x, y, config, **kwargs)
+        return fake(x, y, grammar, settings, **kwargs)
 
     monkeypatch.setattr(smc, "run_smc", interrupted_at_the_sixth_series)
     calls.clear()

@@ -31,7 +31,7 @@ from jax.scipy.linalg import cho_solve
 from scipy.special import ndtri
 
 from autogp._x64 import with_x64
-from autogp.config import Config, load_config
+from autogp.config import Config, engine_settings, load_config
 from autogp.data import DataError, Scaler, TimeSeries, from_arrays, from_frame, read_csv
 from autogp.data.errors import AutoGPDataWarning
 from autogp.data.timeaxis import to_microseconds
@@ -365,7 +365,8 @@ def fit_series_posterior(
     x = scaler.forward_t(series.t)
     y = scaler.forward_y(series.y)
     key = _series_key(config.seed, series.unique_id, panel)
-    result = smc.run_smc(x, y, config, key=key, callback=callback,
+    grammar, settings = engine_settings(config)
+    result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
                          seasonal_period=_seasonal_period(series, scaler))
     return SeriesFit(
         series=series,
@@ -750,7 +751,8 @@ class AutoGP:
                 _series_key(self.seed, uid, len(self._fits) > 1), fit.updates + 1
             )
             result = update_smc(
-                fit.smc_result(), x_all, yn_all, self.config, key=key, num_rounds=rounds,
+                fit.smc_result(), x_all, yn_all, *engine_settings(self.config), key=key,
+                num_rounds=rounds,
                 seasonal_period=_seasonal_period(old, fit.scaler),
             )
             order = np.argsort(t_all, kind="stable")

@@ -16,7 +16,6 @@ unbatched; resampling and weights work per series.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -28,66 +27,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from autogp.evaluator import is_regular_grid, log_marginal_likelihood
-from autogp.evaluator.sparse import inducing_points_for, sparse_log_marginal_likelihood
+from autogp.evaluator.sparse import sparse_log_marginal_likelihood
 from autogp.inference import grammar as gr
 from autogp.inference import moves, periods, refine, resampling
+from autogp.inference.settings import RefineSettings, SMCSettings
 
 Array = jax.Array
-
-@dataclasses.dataclass(frozen=True)
-class SMCSettings:
-    """Everything a compiled SMC round depends on (hashable: part of the compilation key)."""
-
-    num_particles: int = 16
-    ess_threshold: float = 0.5
-    resampling: str = "multinomial"
-    rejuvenate: str = "always"  # or "after_resample"
-    structure_moves: int = 10
-    replace_prob: float = 0.5
-    pick: str = "uniform"
-    refine_mode: str = "optimize"  # or "hmc" or "none"
-    optimizer: str = "adam"
-    refine_steps: int = 50
-    learning_rate: float = 0.05
-    hmc_step_size: float = 0.05
-    hmc_leapfrog_steps: int = 10
-    hmc_steps: int = 10
-    learn_noise: bool = True
-    period_proposal: float = 0.5
-    period_spread: float = 0.05
-    num_inducing: int = 0  # 0: exact likelihood; else the sparse bound's inducing points
-
-    @classmethod
-    def from_config(cls, config) -> SMCSettings:
-        smc, ref = config.smc, config.refine
-        total = smc.subtree_replace + smc.detach_attach
-        return cls(
-            num_particles=smc.num_particles,
-            ess_threshold=smc.ess_threshold,
-            resampling=smc.resampling,
-            rejuvenate=smc.rejuvenate,
-            structure_moves=smc.structure_moves,
-            replace_prob=smc.subtree_replace / total if total > 0 else 0.5,
-            pick=smc.pick,
-            refine_mode=ref.mode,
-            optimizer=ref.optimizer,
-            refine_steps=ref.steps,
-            learning_rate=ref.learning_rate,
-            hmc_step_size=ref.hmc_step_size,
-            hmc_leapfrog_steps=ref.hmc_leapfrog_steps,
-            hmc_steps=ref.hmc_steps,
-            learn_noise=ref.learn_noise,
-            period_proposal=smc.period_proposal,
-            period_spread=smc.period_spread,
-        )
-
-    @classmethod
-    def for_length(cls, config, n: int) -> SMCSettings:
-        """:meth:`from_config` with the likelihood chosen for series of ``n`` points."""
-        smc = config.smc
-        return dataclasses.replace(cls.from_config(config), num_inducing=inducing_points_for(
-            n, smc.likelihood, smc.inducing_points, smc.sparse_above))
-
 
 class SMCState(NamedTuple):
     """Particles of G series: arrays ``[G, P, ...]``."""
@@ -129,8 +74,8 @@ class SMCResult(NamedTuple):
 
 # --- schedules ---------------------------------------------------------------------------------
 def schedule_counts(
-    n: int, schedule: str = "linear", num_rounds: int = 10, counts: Sequence[int] | None = None,
-    initial: int | None = None,
+    n: int, schedule: str = SMCSettings.schedule, num_rounds: int = SMCSettings.num_rounds,
+    counts: Sequence[int] | None = None, initial: int | None = None,
 ) -> list[int]:
     """Data counts per round, increasing, ending at ``n``.
 
@@ -218,10 +163,14 @@ def smc_round(
     count: Array,
     *,
     key: Array,
+    num_inducing: int = 0,
 ) -> tuple[SMCState, dict[str, Array]]:
-    """One round: extend the data to ``count`` [G] points, reweight, resample, rejuvenate."""
+    """One round: extend the data to ``count`` [G] points, reweight, resample, rejuvenate.
+
+    ``num_inducing``: inducing points of the sparse likelihood (0: exact), see
+    :meth:`SMCSettings.num_inducing`."""
     G, P = state.noise.shape
-    loglik = _likelihood_fn(data, count, P, settings.num_inducing)
+    loglik = _likelihood_fn(data, count, P, num_inducing)
 
     # Reweight by the incremental likelihood.
     new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
@@ -281,20 +230,7 @@ def smc_round(
         acceptance = jnp.zeros(())
 
     log_posterior = _log_posterior_fn(grammar, loglik, particles.ops)
-    if settings.refine_mode == "optimize" and settings.refine_steps > 0:
-        refined = refine.optimize(
-            log_posterior, particles.ops, particles.params, particles.noise,
-            optimizer=refine.make_optimizer(settings.optimizer, settings.learning_rate),
-            steps=settings.refine_steps, learn_noise=settings.learn_noise,
-        )
-    elif settings.refine_mode == "hmc" and settings.hmc_steps > 0:
-        refined = refine.hmc(
-            log_posterior, particles.ops, particles.params, particles.noise,
-            key=k_refine, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
-            leapfrog_steps=settings.hmc_leapfrog_steps, learn_noise=settings.learn_noise,
-        )
-    else:
-        refined = None
+    refined = _refine(settings.refine, log_posterior, particles, key=k_refine)
     if refined is not None:
         particles = particles._replace(
             params=refined.params, noise=refined.noise, log_likelihood=refined.log_likelihood
@@ -315,12 +251,36 @@ def smc_round(
     return state, diagnostics
 
 
-_compiled_round = jax.jit(smc_round, static_argnums=(0, 1))
+def _refine(
+    settings: RefineSettings, log_posterior, particles: moves.ParticleState, *, key: Array
+) -> refine.Refined | None:
+    """The rejuvenation's parameter refinement (None: the settings turn it off)."""
+    if settings.mode == "optimize" and settings.steps > 0:
+        return refine.optimize(
+            log_posterior, particles.ops, particles.params, particles.noise,
+            optimizer=refine.make_optimizer(settings.optimizer, settings.learning_rate),
+            steps=settings.steps, learn_noise=settings.learn_noise,
+        )
+    if settings.mode == "hmc" and settings.hmc_steps > 0:
+        return _hmc(settings, log_posterior, particles.ops, particles.params, particles.noise,
+                    key=key)
+    return None
+
+
+def _hmc(settings: RefineSettings, log_posterior, ops, params, noise, *, key: Array):
+    return refine.hmc(
+        log_posterior, ops, params, noise,
+        key=key, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
+        leapfrog_steps=settings.hmc_leapfrog_steps, learn_noise=settings.learn_noise,
+    )
+
+
+_compiled_round = jax.jit(smc_round, static_argnums=(0, 1), static_argnames=("num_inducing",))
 
 
 def draw_parameters(
     grammar: gr.Grammar, settings: SMCSettings, draws: int, state: SMCState, data: Data, *,
-    key: Array,
+    key: Array, num_inducing: int = 0,
 ) -> SMCState:
     """Replace each particle by ``draws`` copies whose parameters are moved
     by independent HMC chains on all the data; the copies share the particle's weight.
@@ -336,12 +296,8 @@ def draw_parameters(
 
     ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
     log_posterior = _log_posterior_fn(grammar, _likelihood_fn(
-        data, data.length, P * draws, settings.num_inducing), ops)
-    drawn = refine.hmc(
-        log_posterior, ops, params, noise,
-        key=key, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
-        leapfrog_steps=settings.hmc_leapfrog_steps, learn_noise=settings.learn_noise,
-    )
+        data, data.length, P * draws, num_inducing), ops)
+    drawn = _hmc(settings.refine, log_posterior, ops, params, noise, key=key)
     return state._replace(
         ops=_unflat(ops, G),
         params=_unflat(drawn.params, G),
@@ -351,7 +307,8 @@ def draw_parameters(
     )
 
 
-_compiled_draws = jax.jit(draw_parameters, static_argnums=(0, 1, 2))
+_compiled_draws = jax.jit(draw_parameters, static_argnums=(0, 1, 2),
+                          static_argnames=("num_inducing",))
 
 
 def compilation_counts() -> dict[str, int]:
@@ -442,7 +399,8 @@ def padded_length(n: int) -> int:
 
 
 def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
-              shuffle: bool = False, key: Array | None = None, period_peaks: int = 3,
+              shuffle: bool = False, key: Array | None = None,
+              period_peaks: int = SMCSettings.period_peaks,
               seasonal_periods: Sequence[float | Sequence[float] | None] | None = None
               ) -> Data:
     """Pad a list of series to a common length (padding is masked out forever) and find each
@@ -478,17 +436,19 @@ def run_rounds(
     settings: SMCSettings,
     state: SMCState,
     data: Data,
-    fractions_or_counts: np.ndarray,
+    counts: np.ndarray,
     *,
     key: Array,
+    num_inducing: int = 0,
     callback: Callable[[int, int], None] | None = None,
     debug: bool = False,
 ) -> tuple[SMCState, dict[str, list]]:
     """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
-    counts = np.asarray(fractions_or_counts, dtype=np.int32)
+    counts = np.asarray(counts, dtype=np.int32)
     history: dict[str, list] = {"ess": [], "resampled": [], "acceptance": [], "count": []}
     for r, k in enumerate(jax.random.split(key, len(counts))):
-        state, diag = _compiled_round(grammar, settings, state, data, jnp.asarray(counts[r]), key=k)
+        state, diag = _compiled_round(grammar, settings, state, data, jnp.asarray(counts[r]),
+                                      key=k, num_inducing=num_inducing)
         if debug:
             check_finite(state)
         for name, value in diag.items():
@@ -497,26 +457,6 @@ def run_rounds(
         if callback is not None:
             callback(r + 1, len(counts))
     return state, history
-
-
-def grammar_from_config(config) -> gr.Grammar:
-    """The structure prior and parameter priors of an ``autogp.config.Config``."""
-    cfg = config.to_dict()
-    names = {"PLUS": "+", "TIMES": "*"}
-    weights = {names.get(k, k): float(w) for k, w in cfg["grammar"]["weights"].items()}
-    priors = {}
-    for op, params in gr.spec.PARAM_NAMES.items():
-        for name in params:
-            entry = cfg["priors"].get(name)
-            if entry is not None:
-                priors[(op, name)] = (entry["mean"], entry["std"])
-    noise = cfg["priors"].get("noise")
-    return gr.Grammar.default(
-        max_depth=cfg["grammar"]["max_depth"],
-        weights=weights,
-        param_priors=priors,
-        noise_prior=(noise["mean"], noise["std"]) if noise is not None else None,
-    )
 
 
 def _result(state: SMCState, history, g: int = 0) -> SMCResult:
@@ -533,7 +473,8 @@ def _result(state: SMCState, history, g: int = 0) -> SMCResult:
 def run_smc_panel(
     xs: Sequence[np.ndarray],
     ys: Sequence[np.ndarray],
-    config,
+    grammar: gr.Grammar,
+    settings: SMCSettings,
     *,
     key: Array,
     callback: Callable[[int, int], None] | None = None,
@@ -545,13 +486,12 @@ def run_smc_panel(
 
     ``seasonal_periods`` (normalised units; per series a period, a list of periods, or None
     where unknown) add each series' calendar seasons to the period proposal."""
-    grammar = grammar_from_config(config)
-    settings = SMCSettings.for_length(config, max(len(x) for x in xs))
+    num_inducing = settings.num_inducing(max(len(x) for x in xs))
     k_init, k_data, k_run = jax.random.split(key, 3)
-    data = make_data(xs, ys, pad_to=pad_to, shuffle=config.smc.shuffle, key=k_data,
-                     period_peaks=config.smc.period_peaks, seasonal_periods=seasonal_periods)
+    data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
+                     period_peaks=settings.period_peaks, seasonal_periods=seasonal_periods)
     per_series = [
-        schedule_counts(len(x), config.smc.schedule, config.smc.num_rounds, config.smc.counts)
+        schedule_counts(len(x), settings.schedule, settings.num_rounds, settings.counts)
         for x in xs
     ]
     R = max(len(c) for c in per_series)
@@ -562,12 +502,12 @@ def run_smc_panel(
     if np.any(np.isnan(np.concatenate([np.asarray(y) for y in ys]))):
         raise ValueError("y contains NaN; clean the data first (autogp.data does)")
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
-                                callback=callback, debug=debug)
-    draws = config.refine.posterior_draws
+                                num_inducing=num_inducing, callback=callback, debug=debug)
+    draws = settings.refine.posterior_draws
     if draws > 1:
         # Its own key, so the rounds are the same with and without draws.
         state = _compiled_draws(grammar, settings, draws, state, data,
-                                key=jax.random.fold_in(key, 7))
+                                key=jax.random.fold_in(key, 7), num_inducing=num_inducing)
     if not np.all(np.isfinite(np.asarray(state.log_evidence))):
         bad = np.flatnonzero(~np.isfinite(np.asarray(state.log_evidence))).tolist()
         raise FloatingPointError(
@@ -577,33 +517,33 @@ def run_smc_panel(
     return [_result(state, history, g) for g in range(len(xs))]
 
 
-def run_smc(x, y, config, *, key: Array, callback=None, debug: bool = False,
+def run_smc(x, y, grammar: gr.Grammar, settings: SMCSettings, *, key: Array, callback=None,
+            debug: bool = False,
             seasonal_period: float | Sequence[float] | None = None) -> SMCResult:
     """Fit one series: normalised ``x`` (in [0, 1]) and standardised ``y``."""
-    return run_smc_panel([np.asarray(x)], [np.asarray(y)], config, key=key,
+    return run_smc_panel([np.asarray(x)], [np.asarray(y)], grammar, settings, key=key,
                          callback=callback, debug=debug, seasonal_periods=[seasonal_period])[0]
 
 
-def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=None,
-               num_rounds: int | None = None,
+def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: SMCSettings, *,
+               key: Array, callback=None, num_rounds: int | None = None,
                seasonal_period: float | Sequence[float] | None = None) -> SMCResult:
     """Online update: continue a fitted particle set on more data (old points first).
 
     Reweights by the likelihood of the new points, resamples if needed and rejuvenates, over
-    ``num_rounds`` rounds (default: one round per new point, at most ``config.smc.num_rounds``).
+    ``num_rounds`` rounds (default: one round per new point, at most ``settings.num_rounds``).
     Copies made by ``refine.posterior_draws`` continue as particles of their own (no new draws).
     """
-    grammar = grammar_from_config(config)
     x_all, y_all = np.asarray(x_all), np.asarray(y_all)
-    settings = SMCSettings.for_length(config, len(x_all))
-    data = make_data([x_all], [y_all], period_peaks=config.smc.period_peaks,
+    num_inducing = settings.num_inducing(len(x_all))
+    data = make_data([x_all], [y_all], period_peaks=settings.period_peaks,
                      seasonal_periods=[seasonal_period])
     n_old = int(np.asarray(result.history["count"][-1]).ravel()[0]) if result.history.get(
         "count") else len(x_all)
     n_new = len(x_all)
     if n_new <= n_old:
         return result
-    rounds = num_rounds or min(n_new - n_old, config.smc.num_rounds)
+    rounds = num_rounds or min(n_new - n_old, settings.num_rounds)
     counts = np.unique(np.linspace(n_old, n_new, rounds + 1).round().astype(int)[1:])
     state = SMCState(
         ops=jnp.asarray(result.ops)[None], params=jnp.asarray(result.params)[None],
@@ -612,9 +552,9 @@ def update_smc(result: SMCResult, x_all, y_all, config, *, key: Array, callback=
         log_evidence=jnp.asarray([result.log_marginal_likelihood]),
     )
     # Current likelihoods on the old data (the state stores them only inside a fit).
-    old = _likelihood_fn(data, jnp.asarray([n_old]), len(result.noise), settings.num_inducing)
+    old = _likelihood_fn(data, jnp.asarray([n_old]), len(result.noise), num_inducing)
     state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
     state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
-                                callback=callback)
+                                num_inducing=num_inducing, callback=callback)
     merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
     return _result(state, merged)
