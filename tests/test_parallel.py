@@ -212,16 +212,18 @@ def fit_chunk_killing_its_worker_once(chunk, config, panel=True):
 @pytest.mark.slow
 def test_a_killed_worker_loses_nothing(cache_env, one_worker, tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
+    from autogp.parallel import dask_backend
     from autogp.parallel.dask_backend import start_local_cluster
 
     monkeypatch.setenv(KILL_MARKER, str(tmp_path / "killed"))
+    # the workers import the stand-in from this module (it is pickled by name)
+    monkeypatch.setattr(dask_backend, "fit_chunk", fit_chunk_killing_its_worker_once)
     model = AutoGP(_with(TINY, workers=2), progress=False)
     panel = from_frame(_tiny_panel(), id_col="unique_id")
     with start_local_cluster(2) as cluster, distributed.Client(cluster) as client:
         first_pids = set(client.run(os.getpid).values())
         # by address, as for a cluster started with `dask scheduler` / `dask worker`
-        result = fit_panel(model.config, panel, scheduler=cluster.scheduler_address,
-                           task=fit_chunk_killing_its_worker_once)
+        result = fit_panel(model.config, panel, scheduler=cluster.scheduler_address)
         later_pids = set(client.run(os.getpid).values())
         # and through a client of the caller's
         again = model.fit(_tiny_panel(), client=client).predict(4)
