@@ -4,7 +4,7 @@
 prior; each iteration applies ``settings.structure_moves`` exact Metropolis-Hastings structure
 moves (:func:`autogp.inference.moves.structure_move`) followed by the parameter refinement of
 ``settings.refine`` (optimisation or HMC), exactly one rejuvenation of
-:func:`autogp.inference.smc.smc_round`, but always on the full data set and with no reweighting
+:func:`autogp.inference.rounds.smc_round`, but always on the full data set and with no reweighting
 or resampling.
 
 Implementation: the SMC's compiled round is reused with every round's data count equal to n,
@@ -25,7 +25,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from autogp.inference import smc
+from autogp.inference import rounds, smc
 from autogp.inference.grammar import Grammar
 from autogp.inference.settings import SMCSettings
 
@@ -81,10 +81,10 @@ def fit_mcmc(
     P = settings.num_particles
     k_init, k_run = jax.random.split(key)
     # Time order, no shuffle: every round sees all points.
-    data = smc.make_data([x], [y], period_peaks=settings.period_peaks)
+    data = rounds.make_data([x], [y], period_peaks=settings.period_peaks)
     counts = np.full((iterations, 1), len(x), dtype=np.int32)
-    state = smc.init_state(grammar, 1, P, key=k_init)
-    state, history = smc.run_rounds(
+    state = rounds.init_state(grammar, 1, P, key=k_init)
+    state, history = rounds.run_rounds(
         grammar, settings, state, data, counts, key=k_run, callback=callback
     )
     history = {
