@@ -29,10 +29,11 @@ def install_fake_smc(monkeypatch, texts=FAKE_TEXTS, weights=FAKE_WEIGHTS, calls=
     """Replace run_smc/update_smc by functions returning fixed particles (fast, deterministic)."""
     from autogp.inference import smc
 
-    def fake_run_smc(x, y, config, *, key, callback=None, debug=False, seasonal_period=None):
+    def fake_run_smc(x, y, grammar, settings, *, key, callback=None, debug=False,
+                     seasonal_period=None):
         if calls is not None:
             calls.append(("run", len(x)))
-        ops, params = pack([parse(t) for t in texts], max_depth=config.grammar.max_depth)
+        ops, params = pack([parse(t) for t in texts], max_depth=grammar.max_depth)
         if callback is not None:
             callback(1, 1)
         w = np.asarray(weights, dtype=np.float64)
@@ -45,8 +46,8 @@ def install_fake_smc(monkeypatch, texts=FAKE_TEXTS, weights=FAKE_WEIGHTS, calls=
             history={"count": [[len(x)]]},
         )
 
-    def fake_update_smc(result, x_all, y_all, config, *, key, callback=None, num_rounds=None,
-                        seasonal_period=None):
+    def fake_update_smc(result, x_all, y_all, grammar, settings, *, key, callback=None,
+                        num_rounds=None, seasonal_period=None):
         if calls is not None:
             calls.append(("update", len(x_all)))
         return result._replace(history={"count": list(result.history["count"]) + [[len(x_all)]]})

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from autogp.config import load_config
+from autogp.config import engine_settings, load_config
 from autogp.inference import greedy, mcmc, smc
 from autogp.kernels import nodes, spec, to_text, unpack
 from tests.reference_numpy import gram_numpy
@@ -28,26 +28,27 @@ def _numpy_log_likelihood(expr, noise, x, y):
 
 
 # --- MCMC ------------------------------------------------------------------------------------
-MCMC_CONFIG = load_config(
+MCMC_GRAMMAR, MCMC_SETTINGS = engine_settings(load_config(
     {
         "grammar": {"max_depth": 1},  # small trees: the compiled round is half as big
         "smc": {"num_particles": 4, "num_rounds": 2, "structure_moves": 2},
         "refine": {"steps": 5},
     }
-)
+))
 
 
 @pytest.fixture(scope="module")
 def mcmc_runs():
     x, y = _data()
     before = smc.compilation_counts()["round"]
-    a = mcmc.fit_mcmc(x, y, MCMC_CONFIG, key=jax.random.key(7))
-    b = mcmc.fit_mcmc(x, y, MCMC_CONFIG, key=jax.random.key(7))
+    a = mcmc.fit_mcmc(x, y, MCMC_GRAMMAR, MCMC_SETTINGS, key=jax.random.key(7))
+    b = mcmc.fit_mcmc(x, y, MCMC_GRAMMAR, MCMC_SETTINGS, key=jax.random.key(7))
     calls = []
     c = mcmc.fit_mcmc(
         x,
         y,
-        MCMC_CONFIG,
+        MCMC_GRAMMAR,
+        MCMC_SETTINGS,
         key=jax.random.key(8),
         num_iterations=3,
         callback=lambda i, total: calls.append((i, total)),
@@ -85,7 +86,7 @@ def test_mcmc_compiles_once_across_iterations_and_fits(mcmc_runs):
 
 
 # --- greedy search ---------------------------------------------------------------------------
-GREEDY_CONFIG = load_config(
+GREEDY_GRAMMAR, GREEDY_SETTINGS = engine_settings(load_config(
     {
         "grammar": {
             "max_depth": 2,
@@ -93,7 +94,7 @@ GREEDY_CONFIG = load_config(
         },
         "refine": {"steps": 80, "learning_rate": 0.1},
     }
-)
+))
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,8 @@ def greedy_run():
     before = greedy.compilation_count()
     # max_size=2 stops after two atoms (a third step would fit 33 more candidates: slow here).
     result = greedy.greedy_search(
-        x, y, GREEDY_CONFIG, key=jax.random.key(0), restarts=3, max_size=2
+        x, y, GREEDY_GRAMMAR, GREEDY_SETTINGS.refine, key=jax.random.key(0), restarts=3,
+        max_size=2,
     )
     return x, y, result, greedy.compilation_count() - before
 

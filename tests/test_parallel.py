@@ -125,10 +125,10 @@ def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch
 
     fake = smc.run_smc
 
-    def failing_on_seven_points(x, y, config, **kwargs):
+    def failing_on_seven_points(x, y, grammar, settings, **kwargs):
         if len(x) == 7:
             raise FloatingPointError("the Cholesky factor is not finite")
-        return fake(x, y, config, **kwargs)
+        return fake(x, y, grammar, settings, **kwargs)
 
     monkeypatch.setattr(smc, "run_smc", failing_on_seven_points)
     good = from_arrays(np.arange(10.0), np.sin(np.arange(10.0)), unique_id="good")
@@ -212,16 +212,18 @@ def fit_chunk_killing_its_worker_once(chunk, config, panel=True):
 @pytest.mark.slow
 def test_a_killed_worker_loses_nothing(cache_env, one_worker, tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
+    from autogp.parallel import dask_backend
     from autogp.parallel.dask_backend import start_local_cluster
 
     monkeypatch.setenv(KILL_MARKER, str(tmp_path / "killed"))
+    # the workers import the stand-in from this module (it is pickled by name)
+    monkeypatch.setattr(dask_backend, "fit_chunk", fit_chunk_killing_its_worker_once)
     model = AutoGP(_with(TINY, workers=2), progress=False)
     panel = from_frame(_tiny_panel(), id_col="unique_id")
     with start_local_cluster(2) as cluster, distributed.Client(cluster) as client:
         first_pids = set(client.run(os.getpid).values())
         # by address, as for a cluster started with `dask scheduler` / `dask worker`
-        result = fit_panel(model.config, panel, scheduler=cluster.scheduler_address,
-                           task=fit_chunk_killing_its_worker_once)
+        result = fit_panel(model.config, panel, scheduler=cluster.scheduler_address)
         later_pids = set(client.run(os.getpid).values())
         # and through a client of the caller's
         again = model.fit(_tiny_panel(), client=client).predict(4)
@@ -319,10 +321,10 @@ def test_run_stopped_midway_and_resumed_writes_the_same_files(monkeypatch, tmp_p
                                "--holdout", "3"])
     assert full.exit_code == 0, full.output
 
-    def interrupted_at_the_sixth_series(x, y, config, **kwargs):
+    def interrupted_at_the_sixth_series(x, y, grammar, settings, **kwargs):
         if len(calls) == 5:
             raise KeyboardInterrupt  # Ctrl-C while the sixth series is fitted
-        return fake(x, y, config, **kwargs)
+        return fake(x, y, grammar, settings, **kwargs)
 
     monkeypatch.setattr(smc, "run_smc", interrupted_at_the_sixth_series)
     calls.clear()

@@ -12,7 +12,7 @@ import pytest
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal
 
-from autogp.config import load_config
+from autogp.config import engine_settings, load_config
 from autogp.inference import resampling, smc
 from autogp.kernels import spec, to_text, unpack
 from tests.enumerate_trees import enumerate_trees
@@ -64,7 +64,7 @@ def test_evidence_matches_exact_enumeration_with_fixed_parameters():
         terms.append(math.log(prob) + multivariate_normal(np.zeros(len(x)), K).logpdf(y))
     exact = logsumexp(terms)
     estimates = [
-        smc.run_smc(x, y, cfg, key=jax.random.key(seed)).log_marginal_likelihood
+        smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(seed)).log_marginal_likelihood
         for seed in range(3)
     ]
     spread = max(np.std(estimates), 0.02)
@@ -94,8 +94,8 @@ def test_one_compilation_serves_every_round_and_a_second_fit():
     cfg = _quick_config()
     x = np.linspace(0, 1, 30)
     before = smc.compilation_counts()["round"]
-    smc.run_smc(x, np.sin(6 * x), cfg, key=jax.random.key(0))
-    smc.run_smc(x, np.cos(5 * x) + x, cfg, key=jax.random.key(1))
+    smc.run_smc(x, np.sin(6 * x), *engine_settings(cfg), key=jax.random.key(0))
+    smc.run_smc(x, np.cos(5 * x) + x, *engine_settings(cfg), key=jax.random.key(1))
     assert smc.compilation_counts()["round"] - before <= 1
 
 
@@ -103,8 +103,8 @@ def test_same_seed_gives_identical_particles():
     cfg = _quick_config()
     x = np.linspace(0, 1, 25)
     y = np.sin(7 * x)
-    a = smc.run_smc(x, y, cfg, key=jax.random.key(3))
-    b = smc.run_smc(x, y, cfg, key=jax.random.key(3))
+    a = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(3))
+    b = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(3))
     for field in ("ops", "params", "noise", "log_weights"):
         np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
     assert a.log_marginal_likelihood == b.log_marginal_likelihood
@@ -114,7 +114,7 @@ def test_panel_of_unequal_series_in_one_program_matches_shapes_and_is_finite():
     cfg = _quick_config()
     xs = [np.linspace(0, 1, 20), np.linspace(0, 1, 31)]
     ys = [np.sin(5 * xs[0]), np.cos(3 * xs[1])]
-    results = smc.run_smc_panel(xs, ys, cfg, key=jax.random.key(0), debug=True)
+    results = smc.run_smc_panel(xs, ys, *engine_settings(cfg), key=jax.random.key(0), debug=True)
     assert len(results) == 2
     for r in results:
         assert r.ops.shape == (4, spec.num_slots(3))
@@ -125,14 +125,14 @@ def test_panel_of_unequal_series_in_one_program_matches_shapes_and_is_finite():
 def test_posterior_draws_copy_each_particle_and_move_only_its_parameters():
     x = np.linspace(0, 1, 30)
     y = np.sin(6 * x) + 0.1 * np.cos(40 * x)
-    base = smc.run_smc(x, y, _quick_config(), key=jax.random.key(2))
+    base = smc.run_smc(x, y, *engine_settings(_quick_config()), key=jax.random.key(2))
     cfg = load_config({
         "smc": {"num_particles": 4, "num_rounds": 3, "structure_moves": 2},
         "refine": {"steps": 5, "posterior_draws": 3, "hmc_steps": 4, "hmc_step_size": 0.02},
     })
     before = smc.compilation_counts()["draws"]
-    drawn = smc.run_smc(x, y, cfg, key=jax.random.key(2))
-    smc.run_smc(x, np.cos(4 * x), cfg, key=jax.random.key(5))
+    drawn = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(2))
+    smc.run_smc(x, np.cos(4 * x), *engine_settings(cfg), key=jax.random.key(5))
     assert smc.compilation_counts()["draws"] - before <= 1
     # The rounds are untouched: K adjacent copies of each particle's structure, sharing its weight.
     np.testing.assert_array_equal(drawn.ops, np.repeat(base.ops, 3, axis=0))
@@ -170,7 +170,7 @@ def test_recovers_linear_plus_periodic_structure():
     y = (y - y.mean()) / y.std()
     cfg = load_config({"smc": {"num_particles": 8, "num_rounds": 5, "structure_moves": 5},
                        "refine": {"steps": 30}})
-    result = smc.run_smc(x, y, cfg, key=jax.random.key(0))
+    result = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(0))
     weight, texts = _weight_of(result, lambda t: "LIN" in t and "PER" in t)
     assert weight > 0.5, texts
 
@@ -186,7 +186,7 @@ def test_airline_top_structures_have_a_twelve_month_period():
     y = (y - y.mean()) / y.std()
     # The benchmark configuration (issue: 8 particles, 10 rounds, 10 moves per round).
     cfg = load_config({"smc": {"num_particles": 8, "num_rounds": 10, "structure_moves": 10}})
-    result = smc.run_smc(x, y, cfg, key=jax.random.key(0))
+    result = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(0))
     w = np.exp(result.log_weights)
 
     def has_yearly_period(p):
@@ -210,7 +210,7 @@ def test_a_fit_where_every_particle_fails_raises_a_clear_error():
     y = np.sin(5 * x)
     y[3] = np.inf  # no particle can score this
     with pytest.raises(FloatingPointError, match="every particle failed"):
-        smc.run_smc(x, y, cfg, key=jax.random.key(0))
+        smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(0))
 
 
 def test_periodogram_finds_known_periods_on_irregular_times():

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from autogp import AutoGP
-from autogp.config import load_config
+from autogp.config import engine_settings, load_config
 from autogp.data import DataError
 from autogp.evaluator.sparse import DEFAULT_INDUCING, inducing_points_for
-from autogp.inference.smc import SMCSettings
 
 N = 48
 T = np.arange(N, dtype=float)
@@ -31,8 +30,8 @@ def test_choice_of_likelihood():
     with pytest.raises(ValueError, match="likelihood"):
         inducing_points_for(100, "dense", 0, 2000)
     config = load_config(None, {"smc.likelihood": "sparse", "smc.inducing_points": 32})
-    assert SMCSettings.for_length(config, 500).num_inducing == 32
-    assert SMCSettings.for_length(load_config(None, {}), 500).num_inducing == 0
+    assert engine_settings(config).smc.num_inducing(500) == 32
+    assert engine_settings(load_config(None, {})).smc.num_inducing(500) == 0
 
 
 def _models(**extra):

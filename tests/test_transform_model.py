@@ -87,12 +87,13 @@ def test_auto_is_chosen_per_series_in_a_fit(monkeypatch):
     # The fit itself is replaced (speed); the scaler, which carries the choice, is real.
     import autogp.inference.smc as smc_module
 
-    def fake_run_smc(x, y, config, *, key, callback=None, debug=False, seasonal_period=None):
+    def fake_run_smc(x, y, grammar, settings, *, key, callback=None, debug=False,
+                     seasonal_period=None):
         from autogp.inference.smc import SMCResult
         from autogp.kernels import pack, parse
 
         ops, params = pack([parse("GE(l=0.3, gamma=1.5; amp=0.5)")],
-                           max_depth=config.grammar.max_depth)
+                           max_depth=grammar.max_depth)
         return SMCResult(ops=ops, params=params, noise=np.array([-3.0]),
                          log_weights=np.array([0.0]), log_marginal_likelihood=0.0,
                          history={"count": [[len(x)]]})

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import jax
 
-from autogp.config import Config
+from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
 from autogp.data.seasons import candidate_periods
 from autogp.data.transform import choose_transform
@@ -82,7 +82,8 @@ def fit_series_posterior(
     x = scaler.forward_t(series.t)
     y = scaler.forward_y(series.y)
     key = series_key(config.seed, series.unique_id, panel)
-    result = smc.run_smc(x, y, config, key=key, callback=callback,
+    grammar, settings = engine_settings(config)
+    result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
                          seasonal_period=seasonal_periods(series, scaler))
     return Posterior.from_smc(series, scaler, result,
                               num_inducing=num_inducing(config, series.n))

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from autogp.config import Config
+from autogp.config import Config, engine_settings
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast.fitting import seasonal_periods, series_key
 from autogp.forecast.prediction import as_stamps
@@ -85,7 +85,7 @@ def update_posterior(
     yn_all = fit.scaler.forward_y(y_all)
     key = jax.random.fold_in(series_key(config.seed, uid, panel), fit.updates + 1)
     result = smc.update_smc(
-        fit.smc_result(), x_all, yn_all, config, key=key, num_rounds=rounds,
+        fit.smc_result(), x_all, yn_all, *engine_settings(config), key=key, num_rounds=rounds,
         seasonal_period=seasonal_periods(old, fit.scaler),
     )
     order = np.argsort(t_all, kind="stable")

@@ -32,6 +32,7 @@ import numpy as np
 from autogp.evaluator import is_regular_grid, log_marginal_likelihood
 from autogp.inference import grammar as gr
 from autogp.inference import refine, smc
+from autogp.inference.settings import RefineSettings
 from autogp.kernels import Kernel, depth, kernel_class, leaves, pack, spec, structure
 
 Array = jax.Array
@@ -123,7 +124,8 @@ def num_parameters(ops: np.ndarray) -> np.ndarray:
 def greedy_search(
     x,
     y,
-    config,
+    grammar: gr.Grammar,
+    settings: RefineSettings,
     *,
     key: Array,
     max_size: int | None = None,
@@ -135,14 +137,14 @@ def greedy_search(
 
     Args:
       x, y: ``[N]`` normalised inputs (in [0, 1]) and standardised targets.
-      config: an ``autogp.config.Config``: ``grammar`` (atoms and operators with positive
-        weight, ``max_depth``), ``priors`` and ``refine`` (optimizer, learning_rate, steps,
-        learn_noise; ``refine.mode`` is ignored: the search always optimises).
+      grammar: the atoms and operators with positive weight, ``max_depth`` and the priors.
+      settings: ``optimizer``, ``learning_rate``, ``steps`` and ``learn_noise`` (``mode`` is
+        ignored: the search always optimises).
       key: JAX PRNG key for the random restarts; the same key gives the same search.
       max_size: the largest number of atoms in a tree (each step adds one atom, so at most
         ``max_size - 1`` expansion steps); default: only ``max_depth`` limits the search.
       restarts: random initialisations from the prior per candidate structure.
-      steps: optimiser steps per fit (default ``config.refine.steps``).
+      steps: optimiser steps per fit (default ``settings.steps``).
       batch_size: fits per compiled call; a step's ``candidates * restarts`` fits run in
         chunks of this size (the last one padded), so the whole search compiles one program.
         Default: the first step's fit count rounded up to a power of two (at least 8).
@@ -162,17 +164,16 @@ def greedy_search(
         raise ValueError("x and y must be finite; clean the data first (autogp.data does)")
     if restarts < 1:
         raise ValueError(f"restarts must be >= 1, got {restarts}")
-    grammar = smc.grammar_from_config(config)
     weights = np.asarray(grammar.weights)
     atoms = tuple(op for op in spec.ATOMS if weights[op] > 0)
     operators = tuple(op for op in (spec.PLUS, spec.TIMES) if weights[op] > 0)
     n = len(y)
     log_n = math.log(n)
     fit_options = dict(
-        optimizer=config.refine.optimizer,
-        learning_rate=float(config.refine.learning_rate),
-        steps=int(config.refine.steps if steps is None else steps),
-        learn_noise=bool(config.refine.learn_noise),
+        optimizer=settings.optimizer,
+        learning_rate=float(settings.learning_rate),
+        steps=int(settings.steps if steps is None else steps),
+        learn_noise=bool(settings.learn_noise),
         regular_grid=is_regular_grid(x),
     )
     xj, yj = jnp.asarray(x), jnp.asarray(y)

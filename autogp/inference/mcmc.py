@@ -1,10 +1,10 @@
 """Independent MCMC chains over kernel structures on all the data (a baseline for the SMC).
 
 :func:`fit_mcmc` runs P chains side by side. Every chain starts from a draw of the grammar's
-prior; each iteration applies ``config.smc.structure_moves`` exact Metropolis-Hastings structure
+prior; each iteration applies ``settings.structure_moves`` exact Metropolis-Hastings structure
 moves (:func:`autogp.inference.moves.structure_move`) followed by the parameter refinement of
-``config.refine`` (optimisation or HMC), exactly one rejuvenation of
-:func:`autogp.inference.smc.smc_round`, but always on the full data set and with no reweighting
+``settings.refine`` (optimisation or HMC), exactly one rejuvenation of
+:func:`autogp.inference.rounds.smc_round`, but always on the full data set and with no reweighting
 or resampling.
 
 Implementation: the SMC's compiled round is reused with every round's data count equal to n,
@@ -25,37 +25,39 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from autogp.inference import smc
+from autogp.inference import rounds, smc
+from autogp.inference.grammar import Grammar
+from autogp.inference.settings import SMCSettings
 
 Array = jax.Array
 
 
-def mcmc_settings(config) -> smc.SMCSettings:
+def mcmc_settings(settings: SMCSettings) -> SMCSettings:
     """The SMC round settings that make a round a pure MCMC iteration (no resampling)."""
-    return dataclasses.replace(
-        smc.SMCSettings.from_config(config), ess_threshold=0.0, rejuvenate="always"
-    )
+    return dataclasses.replace(settings, ess_threshold=0.0, rejuvenate="always")
 
 
 def fit_mcmc(
     x,
     y,
-    config,
+    grammar: Grammar,
+    settings: SMCSettings,
     *,
     key: Array,
     num_iterations: int | None = None,
     callback: Callable[[int, int], None] | None = None,
 ) -> smc.SMCResult:
-    """Run ``config.smc.num_particles`` independent MCMC chains over structures and parameters.
+    """Run ``settings.num_particles`` independent MCMC chains over structures and parameters.
 
     Args:
       x: normalised inputs in [0, 1], ``[N]``.
       y: standardised targets, ``[N]`` (no NaN).
-      config: an ``autogp.config.Config``; uses ``grammar``, ``priors``, ``smc.num_particles``,
-        ``smc.structure_moves``, ``smc.subtree_replace``/``detach_attach``, ``smc.pick`` and
-        ``refine``.
+      grammar: the structure and parameter priors.
+      settings: uses ``num_particles``, ``structure_moves``, ``replace_prob``, ``pick``, the
+        period proposal's settings and ``refine`` (not its posterior draws); the likelihood is
+        always the exact one.
       key: a JAX PRNG key; the same key gives identical chains.
-      num_iterations: iterations per chain (default ``config.smc.num_rounds``).
+      num_iterations: iterations per chain (default ``settings.num_rounds``).
       callback: called as ``callback(iteration, num_iterations)`` after each iteration.
 
     Returns:
@@ -71,18 +73,18 @@ def fit_mcmc(
         raise ValueError(f"x and y must have the same length, got {x.shape} and {y.shape}")
     if np.any(~np.isfinite(y)) or np.any(~np.isfinite(x)):
         raise ValueError("x and y must be finite; clean the data first (autogp.data does)")
-    iterations = config.smc.num_rounds if num_iterations is None else int(num_iterations)
+    iterations = settings.num_rounds if num_iterations is None else int(num_iterations)
     if iterations < 1:
         raise ValueError(f"num_iterations must be >= 1, got {iterations}")
 
-    grammar = smc.grammar_from_config(config)
-    settings = mcmc_settings(config)
+    settings = mcmc_settings(settings)
     P = settings.num_particles
     k_init, k_run = jax.random.split(key)
-    data = smc.make_data([x], [y])  # time order, no shuffle: every round sees all points
+    # Time order, no shuffle: every round sees all points.
+    data = rounds.make_data([x], [y], period_peaks=settings.period_peaks)
     counts = np.full((iterations, 1), len(x), dtype=np.int32)
-    state = smc.init_state(grammar, 1, P, key=k_init)
-    state, history = smc.run_rounds(
+    state = rounds.init_state(grammar, 1, P, key=k_init)
+    state, history = rounds.run_rounds(
         grammar, settings, state, data, counts, key=k_run, callback=callback
     )
     history = {

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,10 +81,9 @@ def run_dask(
     workers: int,
     scheduler: str | None = None,
     client: Any = None,
-    task: Callable[..., list[Any]] = fit_chunk,
     retries: int = 3,
 ) -> Iterator[tuple[int, list[Any]]]:
-    """Run ``task(chunk, config, panel)`` for every chunk on a Dask cluster and yield
+    """Run :func:`~autogp.parallel.work.fit_chunk` for every chunk on a Dask cluster and yield
     ``(chunk index, results)`` as chunks finish.
 
     ``client``: a ``dask.distributed.Client`` to use (left open); otherwise one is made for
@@ -110,7 +109,7 @@ def run_dask(
         client.register_plugin(AutoGPWorkerSetup(), name=AutoGPWorkerSetup.name)
         run = uuid.uuid4().hex[:12]
         futures = {
-            client.submit(task, list(chunk), dict(config), panel, retries=retries,
+            client.submit(fit_chunk, list(chunk), dict(config), panel, retries=retries,
                           key=f"autogp-chunk-{run}-{i}", pure=False): i
             for i, chunk in enumerate(chunks)
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from autogp.data import TimeSeries
@@ -18,9 +18,8 @@ def run_local(
     *,
     panel: bool,
     workers: int,
-    task: Callable[..., list[Any]] = fit_chunk,
 ) -> Iterator[tuple[int, list[Any]]]:
-    """Run ``task(chunk, config, panel)`` for every chunk in ``workers`` spawned processes
+    """Run :func:`~autogp.parallel.work.fit_chunk` for every chunk in ``workers`` spawned processes
     (single-threaded XLA each) and yield ``(chunk index, results)`` as chunks finish.
 
     If the caller stops early (an error, Ctrl-C), chunks not started are cancelled and the
@@ -33,7 +32,7 @@ def run_local(
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
     finished = False
     try:
-        pending = {pool.submit(task, list(chunk), dict(config), panel): i
+        pending = {pool.submit(fit_chunk, list(chunk), dict(config), panel): i
                    for i, chunk in enumerate(chunks)}
         for done in concurrent.futures.as_completed(pending):
             yield pending[done], done.result()

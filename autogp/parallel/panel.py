@@ -25,7 +25,7 @@ from autogp.inference.posterior import Posterior
 from autogp.parallel.local import run_local
 from autogp.parallel.progress import progress_bar
 from autogp.parallel.resume import ResumeStore
-from autogp.parallel.work import SeriesError, chunk_series, error_message, fit_chunk, fit_series
+from autogp.parallel.work import SeriesError, chunk_series, error_message, fit_series
 
 BACKENDS = ("local", "dask")
 
@@ -62,7 +62,6 @@ def fit_panel(
     resume: str | Path | None = None,
     on_chunk: Callable[[list[str]], None] | None = None,
     progress: bool = False,
-    task: Callable[..., list[Any]] = fit_chunk,
 ) -> PanelFit:
     """Fit every series of ``all_series`` under ``config``.
 
@@ -76,9 +75,6 @@ def fit_panel(
         resume: a folder for finished chunks (see :mod:`autogp.parallel.resume`).
         on_chunk: called with the ids of each finished (and saved) chunk.
         progress: a progress bar on stderr.
-        task: the function run for each chunk, ``task(chunk, config_dict, panel)`` returning
-            one :class:`Posterior` or :class:`SeriesError` per series (default
-            :func:`fit_chunk`); it must be importable where it runs.
 
     In a panel a series that fails is recorded in ``errors`` and the others are fitted; a
     single series' error is raised. Ctrl-C stops the run after saving nothing half-done.
@@ -124,10 +120,10 @@ def fit_panel(
         else:
             chunks = chunk_series(todo, workers)
             if backend == "local":
-                done = run_local(chunks, config_dict, panel=panel, workers=workers, task=task)
+                done = run_local(chunks, config_dict, panel=panel, workers=workers)
             else:
                 done = _dask_runner()(chunks, config_dict, panel=panel, workers=workers,
-                                      scheduler=scheduler, client=client, task=task)
+                                      scheduler=scheduler, client=client)
             for _, results in done:
                 finish(results)
     return out

@@ -1,0 +1,176 @@
+"""The sections of a config that describe the data and the product's output: [data],
+[forecast], [output] and [experiment]. The search's sections are in :mod:`autogp.config.search`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autogp.config.keys import ConfigError, KeySpec, key
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """[data]: the input series and how to read it (see ``autogp.data.read_csv``)."""
+
+    path: str | None = key(None, "CSV file with the series", "str", optional=True)
+    time_col: str = key("ds", "column with time stamps (dates or numbers)", "str")
+    target_col: str = key("y", "column with the values", "str")
+    id_col: str | None = key(None, "series-id column of a panel", "str", optional=True)
+    transform: str = key(
+        "auto",
+        "variance-stabilising transform of y: 'auto' (log or Box-Cox when the training data's "
+        "seasonal swing grows with the level, by Guerrero's method; never for values <= 0), "
+        "'none', 'log', 'boxcox' (lambda from data.boxcox_lambda or estimated)",
+        "choice",
+        choices=("auto", "none", "log", "boxcox"),
+    )
+    boxcox_lambda: float | None = key(
+        None, "Box-Cox lambda for transform = 'boxcox' (unset: Guerrero's estimate)", "float",
+        lo=-1.0, hi=2.0, optional=True,
+    )
+    log_transform: bool = key(
+        False, "fit log(y) (values must be positive); true is an alias of transform = 'log'",
+        "bool",
+    )
+    center: str = key(
+        "recent",
+        "prior mean of the model: 'recent', the mean of the series' last season (12 months, "
+        "7 days, ...; else its last tenth), so that stationary parts of a forecast revert to "
+        "the recent level; or 'mean', the whole series' mean (AutoGP.jl)",
+        "choice",
+        choices=("mean", "recent"),
+    )
+    strict: bool = key(False, "missing/non-finite values are errors, not dropped", "bool")
+    aggregate: str | None = key(
+        None,
+        "how to combine rows with the same time stamp (unset: duplicates are an error)",
+        "choice",
+        choices=("mean", "sum", "last", "first", "median"),
+        optional=True,
+    )
+    split_col: str | None = key(
+        None, "column marking held-out rows (e.g. 'split')", "str", optional=True
+    )
+    test_value: str = key("test", "value of split_col that marks a test row", "str")
+    freq_col: str | None = key(
+        None,
+        "column with each series' frequency (a pandas alias: YS, QS, MS, W, D, B, h, 30min); "
+        "names the calendar of numeric time stamps (B: trading-day numbers) for the seasons "
+        "(autogp run)",
+        "str", optional=True,
+    )
+    max_points: int = key(
+        5000, "largest series fitted with an exact GP (cost ~ n^3)", "int", lo=3, hi=1_000_000
+    )
+    sep: str | None = key(
+        None,
+        "CSV separator (unset: detected)",
+        "choice",
+        choices=(",", ";", "\t", "|"),
+        optional=True,
+    )
+
+    @property
+    def effective_transform(self) -> str:
+        """``transform``, with ``log_transform = true`` read as ``"log"``."""
+        return "log" if self.log_transform else self.transform
+
+    def validate(self, prefix: str) -> None:
+        if self.log_transform and self.transform not in ("auto", "log"):
+            raise ConfigError(
+                f"{prefix}.log_transform = true contradicts {prefix}.transform = "
+                f"{self.transform!r}; set only one of them",
+                key=f"{prefix}.log_transform",
+            )
+        if self.boxcox_lambda is not None and self.effective_transform != "boxcox":
+            raise ConfigError(
+                f"{prefix}.boxcox_lambda = {self.boxcox_lambda:g} is only used with "
+                f"{prefix}.transform = 'boxcox' (transform is {self.effective_transform!r})",
+                key=f"{prefix}.boxcox_lambda",
+            )
+
+    def read_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``autogp.data.read_csv(self.path, **kwargs)``."""
+        return {
+            "time_col": self.time_col,
+            "target_col": self.target_col,
+            "id_col": self.id_col,
+            "strict": self.strict,
+            "aggregate": self.aggregate,
+            "sep": self.sep,
+            "max_points": self.max_points,
+            "split_col": self.split_col,
+            "test_value": self.test_value,
+        }
+
+
+@dataclass(frozen=True)
+class ForecastConfig:
+    """[forecast]: what to predict."""
+
+    horizon: int = key(
+        12, "steps ahead on the data's grid (0: fit only)", "int", lo=0, hi=1_000_000
+    )
+    levels: tuple[float, ...] = key(
+        (80.0, 95.0),
+        "central prediction-interval levels in percent",
+        "list",
+        item=KeySpec("float", "", lo=0.0, hi=100.0, lo_open=True, hi_open=True),
+    )
+    quantiles: tuple[float, ...] | None = key(
+        None,
+        "extra quantiles to report, e.g. [0.1, 0.5, 0.9]",
+        "list",
+        item=KeySpec("float", "", lo=0.0, hi=1.0, lo_open=True, hi_open=True),
+        optional=True,
+    )
+    observation_noise: bool = key(
+        True, "intervals for new observations (true) or for the latent function (false)", "bool"
+    )
+    point: str = key(
+        "mean",
+        "point forecast: the predictive mean, or the median (best under absolute-error metrics "
+        "such as MASE and sMAPE; below the mean under a log or Box-Cox transform)",
+        "choice",
+        choices=("mean", "median"),
+    )
+
+    def validate(self, prefix: str) -> None:
+        for name in ("levels", "quantiles"):
+            vals = getattr(self, name)
+            if vals is not None and len(set(vals)) != len(vals):
+                raise ConfigError(
+                    f"{prefix}.{name} = {list(vals)} has repeated values", key=f"{prefix}.{name}"
+                )
+
+
+@dataclass(frozen=True)
+class OutputConfig:
+    """[output]: files written by a fit, inside ``dir``; ``false`` or "" turns one off."""
+
+    dir: str = key("autogp_out", "output directory", "str")
+    forecast: str | None = key("forecast.csv", "forecast table", "str", optional=True)
+    plot: str | None = key("forecast.png", "forecast plot", "str", optional=True)
+    model: str | None = key("model.autogp", "fitted model (structures, parameters)", "str",
+                             optional=True)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """[experiment]: a named benchmark run."""
+
+    name: str | None = key(None, "experiment name (used in result files)", "str", optional=True)
+    metrics: tuple[str, ...] = key(
+        ("smape", "mase", "coverage"), "metrics to report", "list", item=KeySpec("str", "")
+    )
+
+    def validate(self, prefix: str) -> None:
+        if not self.metrics or any(not m.strip() for m in self.metrics):
+            raise ConfigError(
+                f"{prefix}.metrics = {list(self.metrics)} must be a non-empty list of names",
+                key=f"{prefix}.metrics",
+            )
+
+
+__all__ = ["DataConfig", "ExperimentConfig", "ForecastConfig", "OutputConfig"]

@@ -1,0 +1,439 @@
+"""The compiled SMC round over padded data: the particle state, one round (reweight, resample,
+rejuvenate), the posterior draws and the initial particles.
+
+Shapes never change during a fit: the data are padded to a fixed length and each round only
+moves a mask, so one compiled round serves the whole fit (and a second fit of the same size).
+Every array of the state carries a leading *series* axis G in front of the particle axis P, so
+a panel of series is one program: for likelihoods the two axes are flattened into the
+evaluator's batch (each particle carrying its series' data), which keeps the evaluator's loops
+unbatched; resampling and weights work per series. The settings, the grammar and the number of
+inducing points are static: part of each compiled program's key.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autogp.evaluator import is_regular_grid, log_marginal_likelihood
+from autogp.evaluator.sparse import sparse_log_marginal_likelihood
+from autogp.inference import grammar as gr
+from autogp.inference import moves, periods, refine, resampling
+from autogp.inference.settings import RefineSettings, SMCSettings
+
+Array = jax.Array
+
+
+class SMCState(NamedTuple):
+    """Particles of G series: arrays ``[G, P, ...]``."""
+
+    ops: Array
+    params: Array
+    noise: Array
+    log_likelihood: Array  # on the data of the current round
+    log_weights: Array  # normalised per series
+    log_evidence: Array  # [G] running estimate of log p(y_1:n)
+
+
+class Data(eqx.Module):
+    """Padded data of G series: ``x``, ``y`` ``[G, N]``; ``rank`` the order in which points are
+    added (a point is in round r's data when ``rank < count[r]``); ``length`` ``[G]``;
+    ``period_centers``/``period_log_weights`` ``[G, K]`` the periodogram peaks (log periods)
+    behind the period proposal; ``regular_grid`` (static) whether every row of ``x`` is evenly
+    spaced, padding included."""
+
+    x: Array
+    y: Array
+    rank: Array
+    length: Array
+    period_centers: Array
+    period_log_weights: Array
+    regular_grid: bool = eqx.field(static=True, default=False)
+
+
+# --- the compiled round --------------------------------------------------------------------------
+def _flat(a):
+    return a.reshape((-1,) + a.shape[2:])
+
+
+def _unflat(a, G):
+    return a.reshape((G, -1) + a.shape[1:])
+
+
+def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0):
+    """Batched log likelihood on round data, over flattened [G*P] particles (the sparse bound
+    with ``num_inducing`` inducing points when positive)."""
+    mask = data.rank < count[:, None]  # [G, N]
+    x = jnp.repeat(data.x, P, axis=0)
+    y = jnp.repeat(data.y, P, axis=0)
+    m = jnp.repeat(mask, P, axis=0)
+
+    def fn(ops, params, noise):
+        if num_inducing > 0:
+            return sparse_log_marginal_likelihood(ops, params, noise, x, y, m,
+                                                  num_inducing=num_inducing)
+        return log_marginal_likelihood(ops, params, noise, x, y, m, regular_grid=data.regular_grid)
+
+    return fn
+
+
+def _log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array):
+    """``(params, noise) -> (log posterior, log likelihood)`` of particles with structures
+    ``ops``: what refinement and posterior draws move the parameters on."""
+
+    def fn(params, noise):
+        ll = loglik(ops, params, noise)
+        lp = ll + gr.log_prior_params(grammar, ops, params) + gr.log_prior_noise(grammar, noise)
+        return lp, ll
+
+    return fn
+
+
+def _period_proposal(settings: SMCSettings, data: Data, P: int):
+    if settings.period_proposal <= 0:
+        return None
+    return periods.for_particles(
+        data.period_centers, data.period_log_weights, P,
+        mix=settings.period_proposal, scale=settings.period_spread,
+    )
+
+
+def _ess(log_weights):
+    return jnp.exp(-jax.nn.logsumexp(2.0 * log_weights, axis=-1))
+
+
+def smc_round(
+    grammar: gr.Grammar,
+    settings: SMCSettings,
+    state: SMCState,
+    data: Data,
+    count: Array,
+    *,
+    key: Array,
+    num_inducing: int = 0,
+) -> tuple[SMCState, dict[str, Array]]:
+    """One round: extend the data to ``count`` [G] points, reweight, resample, rejuvenate.
+
+    ``num_inducing``: inducing points of the sparse likelihood (0: exact), see
+    :meth:`SMCSettings.num_inducing`."""
+    G, P = state.noise.shape
+    loglik = likelihood_fn(data, count, P, num_inducing)
+
+    # Reweight by the incremental likelihood.
+    new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
+    increment = jnp.where(jnp.isfinite(new_ll), new_ll - state.log_likelihood, -jnp.inf)
+    unnormalised = state.log_weights + increment
+    log_norm = jax.nn.logsumexp(unnormalised, axis=1)
+    log_evidence = state.log_evidence + log_norm
+    log_weights = unnormalised - log_norm[:, None]
+    all_failed = ~jnp.isfinite(log_norm)
+    log_weights = jnp.where(all_failed[:, None], -jnp.log(P), log_weights)
+    state = state._replace(
+        log_likelihood=new_ll, log_weights=log_weights, log_evidence=log_evidence
+    )
+
+    # Resample where the effective sample size is low.
+    k_resample, k_moves, k_refine = jax.random.split(key, 3)
+    ess = _ess(state.log_weights)
+    resample = ess < settings.ess_threshold * P
+    idx = jax.vmap(lambda lw, k: resampling.resample(settings.resampling, lw, key=k))(
+        state.log_weights, jax.random.split(k_resample, G)
+    )
+    idx = jnp.where(resample[:, None], idx, jnp.arange(P)[None, :])
+    gather = jax.vmap(lambda a, i: a[i])
+    state = SMCState(
+        ops=gather(state.ops, idx),
+        params=gather(state.params, idx),
+        noise=gather(state.noise, idx),
+        log_likelihood=gather(state.log_likelihood, idx),
+        log_weights=jnp.where(resample[:, None], -jnp.log(P), state.log_weights),
+        log_evidence=state.log_evidence,
+    )
+
+    # Rejuvenate: structure moves (exact MH), then refine the hyperparameters.
+    rejuvenate = jnp.ones((G,), bool) if settings.rejuvenate == "always" else resample
+    particles = moves.ParticleState(
+        ops=_flat(state.ops),
+        params=_flat(state.params),
+        noise=_flat(state.noise),
+        log_likelihood=_flat(state.log_likelihood),
+    )
+    before = particles
+
+    def one_move(particles, key):
+        particles, accepted = moves.structure_move(
+            grammar, particles, loglik, key=key,
+            replace_prob=settings.replace_prob, pick=settings.pick, period_proposal=proposal,
+        )
+        return particles, accepted
+
+    proposal = _period_proposal(settings, data, P)
+    if settings.structure_moves > 0:
+        particles, accepted = jax.lax.scan(
+            one_move, particles, jax.random.split(k_moves, settings.structure_moves)
+        )
+        acceptance = jnp.mean(accepted.astype(float))
+    else:
+        acceptance = jnp.zeros(())
+
+    log_posterior = _log_posterior_fn(grammar, loglik, particles.ops)
+    refined = _refine(settings.refine, log_posterior, particles, key=k_refine)
+    if refined is not None:
+        particles = particles._replace(
+            params=refined.params, noise=refined.noise, log_likelihood=refined.log_likelihood
+        )
+
+    keep = jnp.repeat(rejuvenate, P)
+    particles = jax.tree_util.tree_map(
+        lambda new, old: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
+        particles, before,
+    )
+    state = state._replace(
+        ops=_unflat(particles.ops, G),
+        params=_unflat(particles.params, G),
+        noise=_unflat(particles.noise, G),
+        log_likelihood=_unflat(particles.log_likelihood, G),
+    )
+    diagnostics = {"ess": ess, "resampled": resample, "acceptance": acceptance}
+    return state, diagnostics
+
+
+def _refine(
+    settings: RefineSettings, log_posterior, particles: moves.ParticleState, *, key: Array
+) -> refine.Refined | None:
+    """The rejuvenation's parameter refinement (None: the settings turn it off)."""
+    if settings.mode == "optimize" and settings.steps > 0:
+        return refine.optimize(
+            log_posterior, particles.ops, particles.params, particles.noise,
+            optimizer=refine.make_optimizer(settings.optimizer, settings.learning_rate),
+            steps=settings.steps, learn_noise=settings.learn_noise,
+        )
+    if settings.mode == "hmc" and settings.hmc_steps > 0:
+        return _hmc(settings, log_posterior, particles.ops, particles.params, particles.noise,
+                    key=key)
+    return None
+
+
+def _hmc(settings: RefineSettings, log_posterior, ops, params, noise, *, key: Array):
+    return refine.hmc(
+        log_posterior, ops, params, noise,
+        key=key, steps=settings.hmc_steps, step_size=settings.hmc_step_size,
+        leapfrog_steps=settings.hmc_leapfrog_steps, learn_noise=settings.learn_noise,
+    )
+
+
+_compiled_round = jax.jit(smc_round, static_argnums=(0, 1), static_argnames=("num_inducing",))
+
+
+def draw_parameters(
+    grammar: gr.Grammar, settings: SMCSettings, draws: int, state: SMCState, data: Data, *,
+    key: Array, num_inducing: int = 0,
+) -> SMCState:
+    """Replace each particle by ``draws`` copies whose parameters are moved
+    by independent HMC chains on all the data; the copies share the particle's weight.
+
+    Optimised parameters are one point of each structure's posterior; forecasts from them miss
+    the parameters' uncertainty and their intervals are too narrow far ahead. Chains start at
+    that point, so a few transitions suffice and the copies' median stays near it.
+    """
+    G, P = state.noise.shape
+
+    def copies(a):  # [G, P, ...] -> [G, P * draws, ...], copies of a particle adjacent
+        return jnp.repeat(a, draws, axis=1)
+
+    ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
+    log_posterior = _log_posterior_fn(grammar, likelihood_fn(
+        data, data.length, P * draws, num_inducing), ops)
+    drawn = _hmc(settings.refine, log_posterior, ops, params, noise, key=key)
+    return state._replace(
+        ops=_unflat(ops, G),
+        params=_unflat(drawn.params, G),
+        noise=_unflat(drawn.noise, G),
+        log_likelihood=_unflat(drawn.log_likelihood, G),
+        log_weights=copies(state.log_weights) - jnp.log(draws),
+    )
+
+
+_compiled_draws = jax.jit(draw_parameters, static_argnums=(0, 1, 2),
+                          static_argnames=("num_inducing",))
+
+
+def run_draws(
+    grammar: gr.Grammar, settings: SMCSettings, draws: int, state: SMCState, data: Data, *,
+    key: Array, num_inducing: int = 0,
+) -> SMCState:
+    """:func:`draw_parameters`, compiled once per grammar, settings and draw count."""
+    return _compiled_draws(grammar, settings, draws, state, data, key=key,
+                           num_inducing=num_inducing)
+
+
+def compilation_counts() -> dict[str, int]:
+    """Programs held by the jitted round and posterior-draw functions (their own caches): a fit
+    that reuses the compiled round leaves the counts unchanged."""
+    return {"round": _compiled_round._cache_size(), "draws": _compiled_draws._cache_size()}
+
+
+def check_finite(state: SMCState) -> None:
+    """Debug check: no NaN or infinity in weights, parameters or noise (``-inf`` log weights
+    of failed particles are allowed)."""
+    for name in ("params", "noise"):
+        if not np.all(np.isfinite(np.asarray(getattr(state, name)))):
+            raise FloatingPointError(f"non-finite {name} in the SMC state")
+    lw = np.asarray(state.log_weights)
+    if np.any(np.isnan(lw)) or np.any(lw == np.inf):
+        raise FloatingPointError("NaN or +inf log weights in the SMC state")
+
+
+# --- initial particles and padded data ---------------------------------------------------------
+def init_state(
+    grammar: gr.Grammar, num_series: int, num_particles: int, *, key: Array,
+    data: Data | None = None, settings: SMCSettings | None = None,
+) -> SMCState:
+    """Particles drawn from the prior for ``num_series`` series (one compiled program: run
+    eagerly, the tree sampler dispatches hundreds of small computations, ~15 s on 2 cores).
+
+    With ``data`` and ``settings`` whose ``period_proposal`` is positive, PER periods are drawn
+    from the period proposal q instead and the particles start with importance weights
+    ``p / q``; the evidence estimate starts at ``log mean(p / q)`` (unbiased, as before).
+    """
+    use_proposal = data is not None and settings is not None and settings.period_proposal > 0
+    if not use_proposal:
+        return _compiled_init(grammar, num_series, num_particles, key)
+    return _compiled_init_proposal(grammar, settings, num_series, num_particles, key, data)
+
+
+def _prior_state(grammar: gr.Grammar, G: int, P: int, key: Array) -> SMCState:
+    keys = jax.random.split(key, G)
+    ops, params, noise = jax.vmap(lambda k: gr.sample_prior(grammar, P, key=k))(keys)
+    dtype = params.dtype
+    # Explicit dtypes (no weak types): the compiled round must see the same avals every round.
+    return SMCState(
+        ops=ops, params=params, noise=noise,
+        log_likelihood=jnp.zeros((G, P), dtype),  # likelihood of zero points
+        log_weights=jnp.full((G, P), -math.log(P), dtype),
+        log_evidence=jnp.zeros((G,), dtype),
+    )
+
+
+_compiled_init = jax.jit(_prior_state, static_argnums=(0, 1, 2))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _compiled_init_proposal(
+    grammar: gr.Grammar, settings: SMCSettings, G: int, P: int, key: Array, data: Data
+) -> SMCState:
+    key_prior, key_period = jax.random.split(key)
+    state = _prior_state(grammar, G, P, key_prior)
+    proposal = _period_proposal(settings, data, P)
+    mean, std = periods.period_prior(grammar)
+    ops, params = _flat(state.ops), _flat(state.params)
+    everywhere = jnp.ones(ops.shape[-1], bool)
+
+    def one(o, p, q, k):
+        p = periods.redraw_periods(o, p, everywhere, q, key=k)
+        return p, -periods.region_correction(o, p, everywhere, mean, std, q)
+
+    params, log_p_over_q = jax.vmap(one)(
+        ops, params, proposal, jax.random.split(key_period, ops.shape[0])
+    )
+    log_w = _unflat(log_p_over_q, G)
+    log_norm = jax.nn.logsumexp(log_w, axis=1)
+    return state._replace(
+        params=_unflat(params, G),
+        log_weights=log_w - log_norm[:, None],
+        log_evidence=log_norm - math.log(P),
+    )
+
+
+PAD_MULTIPLE = 32
+
+
+def padded_length(n: int) -> int:
+    """Data are padded to a multiple of ``PAD_MULTIPLE`` points, so series of similar length
+    (a panel, an online update, the next fit) reuse one compiled round."""
+    return int(math.ceil(n / PAD_MULTIPLE) * PAD_MULTIPLE)
+
+
+def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
+              shuffle: bool = False, key: Array | None = None,
+              period_peaks: int = SMCSettings.period_peaks,
+              seasonal_periods: Sequence[float | Sequence[float] | None] | None = None
+              ) -> Data:
+    """Pad a list of series to a common length (padding is masked out forever) and find each
+    series' periodogram peaks for the period proposal."""
+    G = len(xs)
+    N = padded_length(max(len(x) for x in xs)) if pad_to is None else pad_to
+    x = np.zeros((G, N))
+    y = np.zeros((G, N))
+    rank = np.full((G, N), np.iinfo(np.int32).max, dtype=np.int32)
+    rng = None
+    if shuffle:
+        if key is None:
+            raise ValueError("shuffle needs a key")
+        rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel().tolist())
+    for g, (xg, yg) in enumerate(zip(xs, ys, strict=True)):
+        n = len(xg)
+        x[g, :n], y[g, :n] = xg, yg
+        if n < N:  # padding continues the series' grid (it is masked out; no duplicate inputs)
+            step = (xg[-1] - xg[0]) / (n - 1) if n > 1 else 1.0
+            x[g, n:] = xg[-1] + step * (1 + np.arange(N - n))
+        rank[g, :n] = rng.permutation(n) if rng is not None else np.arange(n)
+    centers, log_weights = periods.proposal_arrays(
+        [np.asarray(v) for v in xs], [np.asarray(v) for v in ys], num=period_peaks,
+        seasonal_periods=list(seasonal_periods) if seasonal_periods is not None else None,
+    )
+    return Data(jnp.asarray(x), jnp.asarray(y), jnp.asarray(rank),
+                jnp.asarray([len(v) for v in xs], dtype=jnp.int32),
+                jnp.asarray(centers), jnp.asarray(log_weights), is_regular_grid(x))
+
+
+# --- the rounds of a fit ------------------------------------------------------------------------
+def run_rounds(
+    grammar: gr.Grammar,
+    settings: SMCSettings,
+    state: SMCState,
+    data: Data,
+    counts: np.ndarray,
+    *,
+    key: Array,
+    num_inducing: int = 0,
+    callback: Callable[[int, int], None] | None = None,
+    debug: bool = False,
+) -> tuple[SMCState, dict[str, list]]:
+    """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
+    counts = np.asarray(counts, dtype=np.int32)
+    history: dict[str, list] = {"ess": [], "resampled": [], "acceptance": [], "count": []}
+    for r, k in enumerate(jax.random.split(key, len(counts))):
+        state, diag = _compiled_round(grammar, settings, state, data, jnp.asarray(counts[r]),
+                                      key=k, num_inducing=num_inducing)
+        if debug:
+            check_finite(state)
+        for name, value in diag.items():
+            history[name].append(np.asarray(value).tolist())
+        history["count"].append(counts[r].tolist())
+        if callback is not None:
+            callback(r + 1, len(counts))
+    return state, history
+
+
+__all__ = [
+    "Data",
+    "SMCState",
+    "check_finite",
+    "compilation_counts",
+    "draw_parameters",
+    "init_state",
+    "likelihood_fn",
+    "make_data",
+    "padded_length",
+    "run_draws",
+    "run_rounds",
+    "smc_round",
+]

@@ -1,0 +1,58 @@
+"""The engine's settings: typed, immutable and hashable (parts of the compiled programs' keys).
+
+These dataclasses are the one place the engine's defaults are written; ``autogp.config`` reads
+its [smc] and [refine] defaults from them and builds them from a user's file
+(``autogp.config.engine_settings``). The engine never sees the user config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from autogp.evaluator.sparse import inducing_points_for
+
+
+@dataclasses.dataclass(frozen=True)
+class RefineSettings:
+    """Parameter refinement inside each rejuvenation, and the posterior draws after the fit."""
+
+    mode: str = "optimize"  # or "hmc" or "none"
+    optimizer: str = "adam"  # or "sgd" or "rmsprop"
+    steps: int = 50
+    learning_rate: float = 0.05
+    hmc_step_size: float = 0.05
+    hmc_leapfrog_steps: int = 10
+    hmc_steps: int = 10
+    learn_noise: bool = True
+    posterior_draws: int = 0  # 0 or 1: off
+
+
+@dataclasses.dataclass(frozen=True)
+class SMCSettings:
+    """Everything a fit reads besides the grammar, the data and the key."""
+
+    num_particles: int = 16
+    schedule: str = "linear"  # or "log", "counts", "online"
+    num_rounds: int = 10
+    counts: tuple[int, ...] | None = None  # schedule "counts"
+    shuffle: bool = False
+    ess_threshold: float = 0.5
+    resampling: str = "multinomial"
+    rejuvenate: str = "always"  # or "after_resample"
+    structure_moves: int = 10
+    replace_prob: float = 0.5  # subtree-replace; else detach-attach
+    pick: str = "uniform"
+    period_proposal: float = 0.5
+    period_peaks: int = 3
+    period_spread: float = 0.05
+    likelihood: str = "auto"  # or "exact" or "sparse"
+    inducing_points: int = 0  # 0: chosen from the series length
+    sparse_above: int = 1000
+    refine: RefineSettings = dataclasses.field(default_factory=RefineSettings)
+
+    def num_inducing(self, n: int) -> int:
+        """Inducing points of the likelihood of a series of ``n`` points (0: exact)."""
+        return inducing_points_for(n, self.likelihood, self.inducing_points, self.sparse_above)
+
+
+__all__ = ["RefineSettings", "SMCSettings"]
