@@ -14,13 +14,12 @@ import pandas as pd
 import pytest
 import scipy.special
 
-from autogp.config import load_config
+from autogp.config import engine_settings, load_config
 from autogp.data import TimeAxis
 from autogp.evaluator import gram, log_marginal_likelihood
 from autogp.evaluator.likelihood import BASE_JITTER
 from autogp.forecast import explain
 from autogp.inference import grammar as gr
-from autogp.inference.smc import grammar_from_config
 from autogp.kernels import Matern72, pack, parse, spec, structure, to_text, unpack
 from tests.helpers import assert_allclose
 from tests.reference_numpy import gram_numpy
@@ -138,7 +137,7 @@ def test_off_by_default_and_on_when_configured():
     assert not np.any(np.asarray(default_ops) == M72)
 
     config = load_config(None, {"grammar.weights.M72": 3.0})
-    grammar = grammar_from_config(config)
+    grammar = engine_settings(config).grammar
     assert grammar.weights[M72] == 3.0
     ops, params, _ = gr.sample_prior(grammar, 256, key=key)
     ops = np.asarray(ops)
