@@ -13,12 +13,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "autogp"
 # Private modules other modules may import (the float64 context is shared by every entry point).
 SHARED_PRIVATE_MODULES = {"autogp._x64"}
-# Import cycles still to be removed, each a sorted list of modules: operator overloading in
-# ``kernels.base`` (``a + b`` builds a ``Sum``) imports ``operators`` inside methods.
-KNOWN_CYCLES = [
-    ["autogp.kernels.atoms", "autogp.kernels.base", "autogp.kernels.operators",
-     "autogp.kernels.text"],
-]
+# Import cycles still to be removed, each a sorted list of modules (none left).
+KNOWN_CYCLES: list[list[str]] = []
 # Optional dependencies: a module that needs one is skipped when it is not installed.
 OPTIONAL = {"autogp.parallel.dask_backend": "distributed"}
 

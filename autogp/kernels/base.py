@@ -9,18 +9,15 @@ are ordered children first, then parameters, so ``cls(*children, *params)`` rebu
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import numpy as np
 
 from autogp.kernels import spec
+from autogp.kernels.printing import to_text
 from autogp.kernels.transforms import check_natural_params, default_natural_params
-
-if TYPE_CHECKING:
-    from autogp.kernels.operators import Product, Sum
 
 
 def as_float(value: object) -> object:
@@ -42,6 +39,11 @@ def param_field(op: int, name: str) -> Any:
     return eqx.field(default=default, converter=as_float)
 
 
+# opcode -> the final Kernel class of that opcode, filled as the classes are defined (atoms.py,
+# operators.py; ``autogp.kernels`` imports both before anything can use a kernel).
+_CLASS_OF_OPCODE: dict[int, type[Kernel]] = {}
+
+
 class Kernel(eqx.Module):
     """A covariance function k(t, t') of one time input, as an expression tree (abstract)."""
 
@@ -51,15 +53,23 @@ class Kernel(eqx.Module):
         check_natural_params(self.opcode, self.params)
 
     # -- algebra ----------------------------------------------------------------------------
-    def __add__(self, other: Kernel) -> Sum:
-        from autogp.kernels.operators import Sum
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Final classes (those that set an opcode) register themselves, so the base can build
+        # sums and products and the parser can find classes without importing their modules.
+        super().__init_subclass__(**kwargs)
+        opcode = cls.__dict__.get("opcode")
+        if isinstance(opcode, int):
+            _CLASS_OF_OPCODE[opcode] = cls
 
-        return Sum(self, other) if isinstance(other, Kernel) else NotImplemented
+    def __add__(self, other: Kernel) -> Kernel:
+        if not isinstance(other, Kernel):
+            return NotImplemented
+        return kernel_class(spec.PLUS)(self, other)
 
-    def __mul__(self, other: Kernel) -> Product:
-        from autogp.kernels.operators import Product
-
-        return Product(self, other) if isinstance(other, Kernel) else NotImplemented
+    def __mul__(self, other: Kernel) -> Kernel:
+        if not isinstance(other, Kernel):
+            return NotImplemented
+        return kernel_class(spec.TIMES)(self, other)
 
     # -- generic access ---------------------------------------------------------------------
     @property
@@ -124,8 +134,6 @@ class Kernel(eqx.Module):
         return self.from_parts(children, tuple(params))
 
     def __str__(self) -> str:
-        from autogp.kernels.text import to_text
-
         return to_text(self, params=True)
 
 
@@ -154,18 +162,9 @@ def leaves(expr: Kernel) -> list[Kernel]:
     return [node for node in nodes(expr) if not node.children]
 
 
-@functools.cache
-def _classes_by_opcode() -> dict[int, type[Kernel]]:
-    # Imported lazily: atoms and operators import this module.
-    from autogp.kernels import atoms, operators
-
-    classes = [*atoms.ATOM_CLASSES, operators.Sum, operators.Product, operators.ChangePoint]
-    return {cls.opcode: cls for cls in classes}
-
-
 def kernel_class(opcode: int) -> type[Kernel]:
     """The final ``Kernel`` subclass of an opcode (``ValueError`` for EMPTY or unknown ones)."""
     try:
-        return _classes_by_opcode()[int(opcode)]
+        return _CLASS_OF_OPCODE[int(opcode)]
     except KeyError:
         raise ValueError(f"no kernel class for opcode {opcode!r}") from None
