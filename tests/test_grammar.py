@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from autogp.inference import grammar as gr
+from autogp.inference import heap as heaps
 from autogp.kernels import spec
 from tests.enumerate_trees import (
     enumerate_subtrees,
@@ -255,7 +256,7 @@ def test_sample_subtree_draws_from_the_prior_at_its_position(root_op, cp_ok):
     ops, params, log_prob = draw(keys)
     assert total_variation(codes_of(ops), np.array(codes), np.array(probs)) < 0.03
     # Outside the subtree nothing changes.
-    outside = ~gr.heap_tables(2).subtree[1]
+    outside = ~heaps.heap_tables(2).subtree[1]
     np.testing.assert_array_equal(
         np.asarray(ops)[:, outside], np.broadcast_to(np.asarray(base_ops)[outside], (100_000, 4))
     )
@@ -297,7 +298,7 @@ def reference_move(ops: list, params: list, src: int, dst: int, max_depth: int):
     return new_ops, new_params
 
 
-_jit_move = jax.jit(gr.move_subtree)
+_jit_move = jax.jit(heaps.move_subtree)
 
 
 @settings(max_examples=60, deadline=None)
@@ -320,7 +321,7 @@ def test_move_subtree_matches_index_map(max_depth, data):
 
 def test_subtree_helpers_on_enumerated_trees():
     trees = enumerate_trees(CP_HEAVY, 3)[::97]
-    tables = gr.heap_tables(3)
+    tables = heaps.heap_tables(3)
     for slot in range(tables.num_slots):
         expected = [
             s
@@ -330,29 +331,28 @@ def test_subtree_helpers_on_enumerated_trees():
         assert np.nonzero(tables.subtree[slot])[0].tolist() == expected
     for tree, _ in trees:
         ops = jnp.asarray(to_heap(tree, 3))
-        assert int(gr.node_count(ops)) == size(tree)
-        assert int(gr.subtree_size(ops, 0)) == size(tree)
+        assert int(heaps.node_count(ops)) == size(tree)
+        assert int(heaps.subtree_size(ops, 0)) == size(tree)
         for child, slot in ((tree[1], 1), (tree[2], 2)) if len(tree) == 3 else ():
-            assert int(gr.subtree_size(ops, slot)) == size(child)
-            assert bool(
-                jnp.all(gr.subtree_mask(ops, slot) == (jnp.asarray(to_heap(child, 3, slot)) != 0))
-            )
+            assert int(heaps.subtree_size(ops, slot)) == size(child)
+            expected = jnp.asarray(to_heap(child, 3, slot)) != 0
+            assert bool(jnp.all(heaps.subtree_mask(ops, slot) == expected))
 
         def height(t):
             return 0 if len(t) == 1 else 1 + max(height(t[1]), height(t[2]))
 
-        assert int(gr.subtree_height(ops, 0)) == height(tree) == int(gr.tree_height(ops))
+        assert int(heaps.subtree_height(ops, 0)) == height(tree) == int(heaps.tree_height(ops))
     empty = jnp.zeros(15, jnp.int32)
-    assert int(gr.subtree_height(empty, 0)) == -1 and int(gr.node_count(empty)) == 0
-    cleared, cleared_params = gr.clear_subtree(
+    assert int(heaps.subtree_height(empty, 0)) == -1 and int(heaps.node_count(empty)) == 0
+    cleared, cleared_params = heaps.clear_subtree(
         jnp.asarray(to_heap(trees[-1][0], 3)), jnp.ones((15, 3)), 1
     )
     assert not np.any(np.asarray(cleared)[tables.subtree[1]])
     assert np.all(np.asarray(cleared_params)[tables.subtree[1]] == 0)
     assert np.all(np.asarray(cleared_params)[~tables.subtree[1]] == 1)
-    assert gr.max_depth_of(63) == 5
+    assert heaps.max_depth_of(63) == 5
     with pytest.raises(ValueError):
-        gr.max_depth_of(10)
+        heaps.max_depth_of(10)
 
 
 # --- shapes, determinism, tracing, vmap ------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from scipy import stats
 
 from autogp.inference import grammar as gr
+from autogp.inference import heap as heaps
 from autogp.inference import moves as mv
 from autogp.inference import periods
 from autogp.kernels import spec
@@ -158,7 +159,7 @@ def test_pick_probabilities_sum_to_one(pick):
 
 def all_detach_choices():
     """Every (T_big, a, b) with b strictly below a, over all enumerated trees."""
-    tables = gr.heap_tables(DEPTH)
+    tables = heaps.heap_tables(DEPTH)
     rows = [
         (i, a, b)
         for i, heap in enumerate(HEAPS)
@@ -173,7 +174,7 @@ def all_detach_choices():
 def structure_log_attach(ops, params, a, b):
     """log q_attach without the parameter densities of the auxiliary tree."""
     log_q = mv.log_attach_choices(GRAMMAR, ops, params, a, b)
-    aux = gr.subtree_slots(DEPTH, a) & ~gr.subtree_slots(DEPTH, b)
+    aux = heaps.subtree_slots(DEPTH, a) & ~heaps.subtree_slots(DEPTH, b)
     return log_q - jnp.sum(jnp.where(aux, gr.param_log_probs(GRAMMAR, ops, params), 0.0))
 
 
@@ -184,7 +185,7 @@ def exact_attach_table():
     params = jnp.zeros(ops.shape + (spec.MAX_PARAMS,))
     log_attach = jax.jit(jax.vmap(structure_log_attach))(ops, params, a, b)
     log_detach = jax.jit(jax.vmap(mv.log_detach_choices))(ops, a, b)
-    small = jax.jit(jax.vmap(lambda o, p, a_, b_: gr.move_subtree(o, p, b_, a_)[0]))(
+    small = jax.jit(jax.vmap(lambda o, p, a_, b_: heaps.move_subtree(o, p, b_, a_)[0]))(
         ops, params, a, b
     )
     return big, a, b, np.asarray(log_attach), np.asarray(log_detach), encode(np.asarray(small))
@@ -201,10 +202,10 @@ def test_detach_and_attach_choice_probabilities_normalise():
     index = {int(c): i for i, c in enumerate(CODES)}
     small = np.array([index[int(c)] for c in small_codes])
     attach_total = np.bincount(small, weights=np.exp(log_attach), minlength=len(TREES))
-    tables = gr.heap_tables(DEPTH)
+    tables = heaps.heap_tables(DEPTH)
     for i, heap in enumerate(HEAPS):
         nodes = np.nonzero(heap)[0]
-        heights = [int(gr.subtree_height(jnp.asarray(heap), int(s))) for s in nodes]
+        heights = [int(heaps.subtree_height(jnp.asarray(heap), int(s))) for s in nodes]
         room = sum(DEPTH - tables.depth[s] - h >= 1 for s, h in zip(nodes, heights, strict=True))
         expected = (1.0 if len(nodes) == 1 else 0.5) * room / len(nodes)
         assert math.isclose(attach_total[i], expected, rel_tol=1e-12, abs_tol=1e-15), i
@@ -304,7 +305,7 @@ def test_subtree_replace_ratio_on_a_leaf():
     proposal = jax.jit(
         jax.vmap(lambda k: mv.propose_subtree_replace(GRAMMAR, heap, params, key=k))
     )(keys)
-    np.testing.assert_allclose(proposal.log_ratio, -np.log(gr.node_count(proposal.ops)))
+    np.testing.assert_allclose(proposal.log_ratio, -np.log(heaps.node_count(proposal.ops)))
 
 
 # --- validity at larger depth ----------------------------------------------------------------
@@ -343,7 +344,7 @@ def mixture_step(state, key, offset, per_node):
 
     def log_likelihood(ops, params, noise):
         MIXTURE_CALLS.append(ops.shape)
-        return offset + per_node * gr.node_count(ops).astype(noise.dtype)
+        return offset + per_node * heaps.node_count(ops).astype(noise.dtype)
 
     return mv.structure_move(GRAMMAR, state, log_likelihood, key=key)
 
@@ -374,7 +375,7 @@ def test_current_minus_inf_likelihood_accepts_finite_proposals():
 
 def test_moves_keep_shapes_do_not_retrace_and_are_deterministic():
     state = prior_state(16, 3, 0.0)
-    state = state._replace(log_likelihood=-0.1 * gr.node_count(state.ops))
+    state = state._replace(log_likelihood=-0.1 * heaps.node_count(state.ops))
     start = state
     results = [mixture_step(state, jax.random.key(0), jnp.zeros(16), -0.1)]
     traces_before = len(MIXTURE_TRACES)
@@ -390,7 +391,7 @@ def test_moves_keep_shapes_do_not_retrace_and_are_deterministic():
     assert new.ops.shape == start.ops.shape and new.ops.dtype == jnp.int32
     assert new.params.shape == start.params.shape and new.params.dtype == jnp.float64
     np.testing.assert_array_equal(new.noise, start.noise)
-    np.testing.assert_allclose(new.log_likelihood, -0.1 * gr.node_count(new.ops))
+    np.testing.assert_allclose(new.log_likelihood, -0.1 * heaps.node_count(new.ops))
     again = mixture_step(start, jax.random.key(0), jnp.zeros(16), -0.1)
     for x, y in zip(
         jax.tree_util.tree_leaves(again), jax.tree_util.tree_leaves(results[0]), strict=True
@@ -407,7 +408,7 @@ def test_vmap_over_a_series_axis():
     @jax.vmap
     def one_series(ops, params, noise, s, key):
         def log_likelihood(o, p, n):
-            return s * gr.node_count(o).astype(n.dtype)
+            return s * heaps.node_count(o).astype(n.dtype)
 
         state = mv.ParticleState(ops, params, noise, log_likelihood(ops, params, noise))
         return mv.structure_move(GRAMMAR, state, log_likelihood, key=key)
@@ -415,7 +416,7 @@ def test_vmap_over_a_series_axis():
     new, accepted = one_series(ops, params, noise, scale, keys)
     assert new.ops.shape == (3, 8, NUM_SLOTS) and accepted.shape == (3, 8)
     assert new.log_likelihood.shape == (3, 8)
-    np.testing.assert_allclose(new.log_likelihood, scale[:, None] * gr.node_count(new.ops))
+    np.testing.assert_allclose(new.log_likelihood, scale[:, None] * heaps.node_count(new.ops))
     # Each series is independent of the others: permuting the series permutes the results.
     perm = np.array([2, 0, 1])
     permuted, permuted_accepted = one_series(

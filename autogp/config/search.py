@@ -8,6 +8,7 @@ from dataclasses import dataclass, fields, make_dataclass
 from typing import Any
 
 from autogp.config.keys import ConfigError, KeySpec, key, section
+from autogp.inference.grammar import DEFAULT_MAX_DEPTH, MAX_SUPPORTED_DEPTH
 from autogp.inference.settings import RefineSettings, SMCSettings
 from autogp.kernels import spec as _spec
 
@@ -66,7 +67,8 @@ GrammarWeights = make_dataclass(
 class GrammarConfig:
     """[grammar]: the space of kernel expressions."""
 
-    max_depth: int = key(3, "deepest kernel tree (root = depth 0)", "int", lo=1, hi=5)
+    max_depth: int = key(DEFAULT_MAX_DEPTH, "deepest kernel tree (root = depth 0)", "int", lo=1,
+                         hi=MAX_SUPPORTED_DEPTH)
     weights: GrammarWeights = section(GrammarWeights, "structure-prior weights")
 
 

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 
 from autogp.inference import grammar as gr
-from autogp.inference import periods
+from autogp.inference import heap, periods
 from autogp.kernels import spec
 
 Array = jax.Array
@@ -66,9 +66,9 @@ def log_pick_probs(ops: Array, pick: PickRule = "uniform") -> Array:
     """
     present = ops != spec.EMPTY
     if pick == "uniform":
-        log_q = jnp.full(ops.shape, -jnp.log(gr.node_count(ops).astype(float)))
+        log_q = jnp.full(ops.shape, -jnp.log(heap.node_count(ops).astype(float)))
     elif pick == "leaf_biased":
-        depth = jnp.asarray(gr.heap_tables(gr.max_depth_of(ops.shape[-1])).depth)
+        depth = jnp.asarray(heap.heap_tables(heap.max_depth_of(ops.shape[-1])).depth)
         is_operator = jnp.asarray(gr.IS_OPERATOR)[ops]
         log_q = depth * math.log(0.25) + jnp.where(is_operator, LOG_HALF, 0.0)
     else:
@@ -116,7 +116,7 @@ def propose_subtree_replace(
     log_ratio = log_pick_probs(new_ops, pick)[slot] - log_pick[slot]
     if period_proposal is not None:
         mean, std = periods.period_prior(grammar)
-        new_region = gr.subtree_mask(new_ops, slot)
+        new_region = heap.subtree_mask(new_ops, slot)
         new_params = periods.redraw_periods(
             new_ops, new_params, new_region, period_proposal, key=key_period
         )
@@ -124,7 +124,7 @@ def propose_subtree_replace(
             log_ratio
             - periods.region_correction(new_ops, new_params, new_region, mean, std,
                                         period_proposal)
-            + periods.region_correction(ops, params, gr.subtree_mask(ops, slot), mean, std,
+            + periods.region_correction(ops, params, heap.subtree_mask(ops, slot), mean, std,
                                         period_proposal)
         )
     return Proposal(new_ops, new_params, log_ratio)
@@ -134,7 +134,7 @@ def propose_subtree_replace(
 def _path_masks(num_slots: int, a: Array, b: Array) -> tuple[Array, Array]:
     """bool [S] masks of the on-path slots (a .. parent of b) and the off-path slots (the rest of
     the subtree at a outside the subtree at b) when b lies strictly below a."""
-    subtree = jnp.asarray(gr.heap_tables(gr.max_depth_of(num_slots)).subtree)
+    subtree = jnp.asarray(heap.heap_tables(heap.max_depth_of(num_slots)).subtree)
     slots = jnp.arange(num_slots)
     on_path = subtree[a] & subtree[:, b] & (slots != b)
     off_path = subtree[a] & ~on_path & ~subtree[b]
@@ -143,7 +143,7 @@ def _path_masks(num_slots: int, a: Array, b: Array) -> tuple[Array, Array]:
 
 def _strictly_below(ops: Array, a: Array, b: Array) -> Array:
     """Whether slot b holds a node strictly inside the subtree rooted at slot a."""
-    subtree = jnp.asarray(gr.heap_tables(gr.max_depth_of(ops.shape[-1])).subtree)
+    subtree = jnp.asarray(heap.heap_tables(heap.max_depth_of(ops.shape[-1])).subtree)
     return subtree[a, b] & (a != b) & (ops[b] != spec.EMPTY)
 
 
@@ -153,7 +153,7 @@ def log_detach_choices(ops: Array, a: Array, b: Array) -> Array:
     1/2 (choose detach, |T| > 1) * 1/#operators(T) (a) * 1/(|subtree_a| - 1) (b below a).
     """
     is_operator = jnp.asarray(gr.IS_OPERATOR)[ops]
-    below_a = gr.subtree_size(ops, a) - 1
+    below_a = heap.subtree_size(ops, a) - 1
     log_q = LOG_HALF - jnp.log(jnp.sum(is_operator).astype(float)) - jnp.log(below_a.astype(float))
     valid = is_operator[a] & _strictly_below(ops, a, b)
     return jnp.where(valid, log_q, -jnp.inf)
@@ -176,10 +176,10 @@ def log_attach_choices(grammar: gr.Grammar, ops: Array, params: Array, a: Array,
 
     ``-inf`` when no attach can produce T_big from T_small this way.
     """
-    tables = gr.heap_tables(grammar.max_depth)
+    tables = heap.heap_tables(grammar.max_depth)
     depth = jnp.asarray(tables.depth)
     length = depth[b] - depth[a]
-    max_length = grammar.max_depth - depth[a] - gr.subtree_height(ops, b)
+    max_length = grammar.max_depth - depth[a] - heap.subtree_height(ops, b)
     log_path = (2 * length - 1) * LOG_HALF + jnp.where(length < max_length, LOG_HALF, 0.0)
 
     on_path, off_path = _path_masks(tables.num_slots, a, b)
@@ -193,7 +193,7 @@ def log_attach_choices(grammar: gr.Grammar, ops: Array, params: Array, a: Array,
         jnp.where(off_path & present, log_prior_op + log_params, 0.0)
     )
 
-    small_size = gr.node_count(ops) - gr.subtree_size(ops, a) + gr.subtree_size(ops, b)
+    small_size = heap.node_count(ops) - heap.subtree_size(ops, a) + heap.subtree_size(ops, b)
     log_type = jnp.where(small_size > 1, LOG_HALF, 0.0)
     log_q = log_type - jnp.log(small_size.astype(float)) + log_path + log_aux
     valid = _strictly_below(ops, a, b) & (length <= max_length) & jnp.all(present | ~on_path)
@@ -232,9 +232,9 @@ def sample_detach(ops: Array, params: Array, *, key: Array) -> DetachAttachChoic
     key_a, key_b = jax.random.split(key)
     is_operator = jnp.asarray(gr.IS_OPERATOR)[ops]
     a = _pick_uniform(is_operator, key_a)
-    below_a = gr.subtree_mask(ops, a) & (jnp.arange(ops.shape[-1]) != a)
+    below_a = heap.subtree_mask(ops, a) & (jnp.arange(ops.shape[-1]) != a)
     b = _pick_uniform(below_a, key_b)
-    small_ops, small_params = gr.move_subtree(ops, params, b, a)
+    small_ops, small_params = heap.move_subtree(ops, params, b, a)
     return DetachAttachChoice(small_ops, small_params, a, b, jnp.any(is_operator))
 
 
@@ -246,13 +246,13 @@ def sample_attach(
     1 .. L_max-1, stop at L_max; left/right 1/2 each), on-path operators uniform over the
     allowed ones (all CP when the node at a is a CP), off-path subtrees from the prior at their
     positions, and the old subtree at a moved into the hole. Not possible when L_max < 1."""
-    tables = gr.heap_tables(grammar.max_depth)
+    tables = heap.heap_tables(grammar.max_depth)
     key_a, key_path, key_fill = jax.random.split(key, 3)
     a = _pick_uniform(ops != spec.EMPTY, key_a)
     depth = jnp.asarray(tables.depth)
-    max_length = grammar.max_depth - depth[a] - gr.subtree_height(ops, a)
+    max_length = grammar.max_depth - depth[a] - heap.subtree_height(ops, a)
     b = _draw_path(grammar.max_depth, a, max_length, key_path)
-    moved_ops, moved_params = gr.move_subtree(ops, params, a, b)
+    moved_ops, moved_params = heap.move_subtree(ops, params, a, b)
     on_path, off_path = _path_masks(tables.num_slots, a, b)
     big_ops, big_params = gr.fill_top_down(
         grammar,
@@ -293,7 +293,7 @@ def propose_detach_attach(
     and checks the depth limit); a -inf term anywhere rejects.
     """
     key_type, key_detach, key_attach = jax.random.split(key, 3)
-    detach = (gr.node_count(ops) > 1) & (jax.random.uniform(key_type) < 0.5)
+    detach = (heap.node_count(ops) > 1) & (jax.random.uniform(key_type) < 0.5)
     detached = sample_detach(ops, params, key=key_detach)
     attached = sample_attach(grammar, ops, params, key=key_attach)
 
