@@ -1,14 +1,26 @@
 import os
 
 import jax
+import pytest
+from jax._src import compilation_cache
 
 # GP math runs in float64. The library never flips this global switch on import (that would
 # silently change the user's other JAX code); the test session opts in, as users are told to.
 jax.config.update("jax_enable_x64", True)
 
-# CLI tests run the command in this process, and the command switches on JAX's persistent
-# compilation cache for the rest of the session. Two full-suite runs then segfaulted inside
-# jax's cache path (compiling and writing the sparse predictive in test_sparse_wiring), while
-# the same test passes on its own. The suite runs without the persistent cache; the test of
-# the workers' cache (test_parallel) sets its own folder.
+# The suite runs without JAX's persistent compilation cache; the test of the workers' cache
+# (test_parallel) sets its own folder for the worker processes.
 os.environ.setdefault("AUTOGP_CACHE_DIR", "off")
+
+
+@pytest.fixture(autouse=True)
+def no_persistent_cache_left_behind():
+    """CLI tests run the command in this process, and the command switches on JAX's persistent
+    cache for the whole process, in whatever folder the test set (test_parallel's is a
+    temporary folder, deleted after its module). Later compilations then wrote into a deleted
+    folder and segfaulted inside jax (three full runs, in test_sparse_wiring). Switch it off
+    again after every test."""
+    yield
+    if jax.config.jax_compilation_cache_dir is not None:
+        jax.config.update("jax_compilation_cache_dir", None)
+        compilation_cache.reset_cache()
