@@ -24,3 +24,13 @@ def no_persistent_cache_left_behind():
     if jax.config.jax_compilation_cache_dir is not None:
         jax.config.update("jax_compilation_cache_dir", None)
         compilation_cache.reset_cache()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run test_sparse_wiring first. In full runs its first compilation of the sparse
+    predictive segfaulted inside XLA (four runs on 2026-12-01, always there, whichever cache
+    settings), while the file passes on its own; the cause is still open. Until it is found,
+    the file runs before any other test has touched the process."""
+    first = [item for item in items if item.nodeid.startswith("tests/test_sparse_wiring.py")]
+    rest = [item for item in items if not item.nodeid.startswith("tests/test_sparse_wiring.py")]
+    items[:] = first + rest
