@@ -51,26 +51,25 @@ def level_columns(levels: Sequence[float], model: str = MODEL_NAME) -> list[str]
     ]
 
 
-def check_levels(levels: Iterable[float]) -> list[float]:
-    """Interval levels in percent, checked to lie in (0, 100), sorted and without repeats."""
+def _in_open_interval(values: Iterable[float], upper: float, what: str) -> list[float]:
+    """``values`` as floats, checked to lie in (0, ``upper``), sorted and without repeats."""
     out = []
-    for v in levels:
+    for v in values:
         v = float(v)
-        if not 0.0 < v < 100.0:
-            raise ValueError(f"prediction-interval levels must be in (0, 100), got {v:g}")
+        if not 0.0 < v < upper:
+            raise ValueError(f"{what} must be in (0, {upper:g}), got {v:g}")
         out.append(v)
     return sorted(set(out))
 
 
+def check_levels(levels: Iterable[float]) -> list[float]:
+    """Interval levels in percent, checked to lie in (0, 100), sorted and without repeats."""
+    return _in_open_interval(levels, 100.0, "prediction-interval levels")
+
+
 def check_quantiles(quantiles: Iterable[float]) -> list[float]:
     """Quantile probabilities, checked to lie in (0, 1), sorted and without repeats."""
-    out = []
-    for q in quantiles:
-        q = float(q)
-        if not 0.0 < q < 1.0:
-            raise ValueError(f"quantiles must be in (0, 1), got {q:g}")
-        out.append(q)
-    return sorted(set(out))
+    return _in_open_interval(quantiles, 1.0, "quantiles")
 
 
 def prediction_columns(
