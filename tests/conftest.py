@@ -18,13 +18,12 @@ def no_persistent_cache_left_behind():
     """CLI tests run the command in this process, and the command switches on JAX's persistent
     cache for the whole process, in whatever folder the test set (test_parallel's is a
     temporary folder, deleted after its module). Switch it off again after every test, so no
-    test compiles into another test's folder. (This did not stop the XLA segfault in
-    test_sparse_wiring described below; its cause is still open.)"""
+    test compiles into another test's folder. (This alone did not stop the XLA
+    segfault; see the next fixture.)"""
     yield
     if jax.config.jax_compilation_cache_dir is not None:
         jax.config.update("jax_compilation_cache_dir", None)
         compilation_cache.reset_cache()
-
 
 
 @pytest.fixture(autouse=True, scope="module")
