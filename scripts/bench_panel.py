@@ -95,6 +95,24 @@ def compare(outputs: dict[str, Path]) -> dict:
     return out
 
 
+def keep_for_scoring(folder: Path, forecast: Path, panel: pd.DataFrame, data: Path | None
+                     ) -> None:
+    """``folder/forecast.csv`` (the forecast with each series' held-out ``y``, matched by
+    position: the forecast starts right after the training rows) and ``folder/train.csv``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fc = pd.read_csv(forecast)
+    fc["unique_id"] = fc["unique_id"].astype(str)
+    fc["step"] = fc.groupby("unique_id", sort=False).cumcount()
+    if data is not None and "split" in pd.read_csv(data, nrows=0).columns:
+        test = pd.read_csv(data, usecols=["unique_id", "split", "y"])
+        test = test[test["split"] == "test"].drop(columns="split")
+        test["unique_id"] = test["unique_id"].astype(str)
+        test["step"] = test.groupby("unique_id", sort=False).cumcount()
+        fc = fc.merge(test, on=["unique_id", "step"], how="left", validate="one_to_one")
+    fc.drop(columns="step").to_csv(folder / "forecast.csv", index=False)
+    panel.to_csv(folder / "train.csv", index=False)
+
+
 def fit_command(data: Path, out: Path, backend: str, workers: int, args: argparse.Namespace,
                 resume: Path | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "autogp.cli.main", "fit", str(data), "--id-col", "unique_id",
@@ -176,6 +194,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cold", action="store_true", help="no warm-up of the compile cache")
     parser.add_argument("--tiny", action="store_true", help="smoke run: 4 short series")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--warm-limit", type=int, default=None,
+                        help="warm the compile cache on a stratified sample of N series only "
+                        "(series of every length bucket; a full-panel warm-up triples the time)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="write a scoring folder here: the first design's forecast with the "
+                        "held-out y (forecast.csv) and train.csv, for scripts/panel_scores.py")
     args = parser.parse_args(argv)
     if args.tiny:
         panel = tiny_panel()
@@ -210,8 +234,12 @@ def main(argv: list[str] | None = None) -> dict:
             kinds = [("local", 1)] if "local1" in designs else []
             kinds += [("local", 2)] if {"local2"} & set(designs) or not args.no_resume else []
             kinds += [("dask", 2)] if {"dask1", "dask2"} & set(designs) else []
+            warm = data
+            if args.warm_limit is not None and args.data is not None:
+                warm = work / "warm-panel.csv"
+                load_panel(args.data, args.warm_limit, seed=0).to_csv(warm, index=False)
             for backend, workers in kinds:
-                run_fit(fit_command(data, work / "warm-fc.csv", backend, workers, args), env)
+                run_fit(fit_command(warm, work / "warm-fc.csv", backend, workers, args), env)
         outputs = {}
         for name in designs:
             backend, workers = DESIGNS[name]
@@ -233,6 +261,8 @@ def main(argv: list[str] | None = None) -> dict:
                 ratios[f"speed-up {b} over {a}"] = round(fit[a] / fit[b], 3)
         results["ratios"] = ratios
         results["forecasts"] = compare(outputs)
+        if args.keep is not None and outputs:
+            keep_for_scoring(args.keep, outputs[designs[0]], panel, args.data)
         if not args.no_resume and "local2" in outputs:
             results["resume"] = resume_experiment(data, work, env, args, n_series,
                                                   results["designs"]["local2"], outputs["local2"])

@@ -45,6 +45,8 @@ DATA = ROOT / "benchmarks" / "data"
 HORIZON = {"YS": 6, "QS": 8, "MS": 18, "W": 13, "D": 14, "B": 14}
 QUANTILES = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975)
 
+LIGHT = {"smc.num_particles": 8, "smc.num_rounds": 8, "smc.structure_moves": 15,
+         "refine.steps": 30}
 #: name -> config overrides on the defaults. The first is the reference for wins.
 CANDIDATES: dict[str, dict[str, object]] = {
     "defaults": {},
@@ -53,6 +55,12 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "BM=6": {"grammar.weights.BM": 6.0},
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
+    # A quarter of the defaults' compute (8 particles, 8 rounds, 30 optimiser steps; 15 structure
+    # moves): the budget that fits all 1,428 M3 series in an hour on 2 cores.
+    "budget": LIGHT,
+    "budget+BM=6": {**LIGHT, "grammar.weights.BM": 6.0},
+    "budget+BM=6+draws=4": {**LIGHT, "grammar.weights.BM": 6.0, "refine.posterior_draws": 4,
+                            "refine.hmc_steps": 3},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,

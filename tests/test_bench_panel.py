@@ -59,3 +59,24 @@ def test_bench_runs_end_to_end_on_the_tiny_panel(tmp_path):
     timing = result["designs"]["local1"]
     assert 0 < timing["fit_seconds"] <= timing["wall_seconds"]
     assert timing["series_per_second"] == pytest.approx(4 / timing["fit_seconds"], rel=1e-3)
+
+
+def test_keep_for_scoring_matches_held_out_rows_by_position(tmp_path):
+    bench = _script()
+    data = tmp_path / "panel.csv"
+    pd.DataFrame({
+        "unique_id": ["a"] * 4 + ["b"] * 3,
+        "ds": [1, 2, 3, 4, 1, 2, 3],
+        "y": [1.0, 2.0, 30.0, 40.0, 5.0, 6.0, 70.0],
+        "split": ["train", "train", "test", "test", "train", "train", "test"],
+    }).to_csv(data, index=False)
+    fc = tmp_path / "fc.csv"  # autogp's stamps need not equal the file's
+    pd.DataFrame({"unique_id": ["b", "a", "a"], "ds": [9, 7, 8],
+                  "AutoGP": [71.0, 31.0, 41.0]}).to_csv(fc, index=False)
+    panel = pd.DataFrame({"unique_id": ["a", "a", "b", "b"], "ds": [1, 2, 1, 2],
+                          "y": [1.0, 2.0, 5.0, 6.0]})
+    bench.keep_for_scoring(tmp_path / "kept", fc, panel, data)
+    kept = pd.read_csv(tmp_path / "kept" / "forecast.csv")
+    assert list(kept["y"]) == [70.0, 30.0, 40.0]
+    assert list(kept["AutoGP"]) == [71.0, 31.0, 41.0]
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "kept" / "train.csv"), panel)
