@@ -31,7 +31,7 @@ def test_defaults():
     assert cfg.grammar.max_depth == 3
     assert cfg.grammar.weights.as_dict() == {
         "CONST": 0, "LIN": 6, "SE": 0, "GE": 6, "PER": 6, "WN": 0, "M12": 0, "M32": 0,
-        "M52": 0, "RQ": 0, "BM": 0, "M72": 0, "PLUS": 5, "TIMES": 5, "CP": 2,
+        "M52": 0, "RQ": 0, "BM": 6, "M72": 0, "PLUS": 5, "TIMES": 5, "CP": 2,
     }  # fmt: skip
     smc = cfg.smc
     assert (smc.num_particles, smc.schedule, smc.num_rounds, smc.shuffle) == (
@@ -189,7 +189,7 @@ BAD = [
      ["smc.num_particles", "5000", "[1, 4096]"]),
     ("negative weight", {"grammar": {"weights": {"PER": -1}}},
      ["grammar.weights.PER", "-1", "[0,"]),
-    ("all atoms zero", {"grammar": {"weights": {"LIN": 0, "GE": 0, "PER": 0}}},
+    ("all atoms zero", {"grammar": {"weights": {"LIN": 0, "GE": 0, "PER": 0, "BM": 0}}},
      ["grammar.weights", "atom", "> 0"]),
     ("zero prior std", {"priors": {"l": {"std": 0}}}, ["priors.l.std", "0", "(0,"]),
     ("zero learning rate", {"refine": {"learning_rate": 0.0}},

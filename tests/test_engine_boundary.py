@@ -121,6 +121,7 @@ def test_every_engine_key_reaches_the_settings():
 
     assert grammar.max_depth == 2
     expected = dict.fromkeys(range(spec.NUM_OPS), 0.0)
+    expected[spec.BM] = 6.0  # not in the config's table: its default weight
     expected.update({spec.LIN: 1, spec.GE: 2, spec.PER: 3, spec.PLUS: 4, spec.CP: 1, spec.SE: 5})
     assert grammar.weights == tuple(float(expected[op]) for op in range(spec.NUM_OPS))
     mean, std = np.asarray(grammar.prior_mean_table), np.asarray(grammar.prior_std_table)

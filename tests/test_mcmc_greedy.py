@@ -90,7 +90,7 @@ GREEDY_GRAMMAR, GREEDY_SETTINGS = engine_settings(load_config(
     {
         "grammar": {
             "max_depth": 2,
-            "weights": {"LIN": 1, "PER": 1, "GE": 0, "PLUS": 1, "TIMES": 1, "CP": 0},
+            "weights": {"LIN": 1, "PER": 1, "GE": 0, "BM": 0, "PLUS": 1, "TIMES": 1, "CP": 0},
         },
         "refine": {"steps": 80, "learning_rate": 0.1},
     }

@@ -38,7 +38,7 @@ def test_evidence_matches_exact_enumeration_with_fixed_parameters():
         {
             "grammar": {
                 "max_depth": 1,
-                "weights": {"LIN": 1, "PER": 2, "GE": 0, "PLUS": 1, "TIMES": 0, "CP": 0},
+                "weights": {"LIN": 1, "PER": 2, "GE": 0, "BM": 0, "PLUS": 1, "TIMES": 0, "CP": 0},
             },
             "priors": {
                 name: {"mean": mean, "std": tight}
@@ -170,9 +170,14 @@ def test_recovers_linear_plus_periodic_structure():
     y = (y - y.mean()) / y.std()
     cfg = load_config({"smc": {"num_particles": 8, "num_rounds": 5, "structure_moves": 5},
                        "refine": {"steps": 30}})
-    result = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(0))
-    weight, texts = _weight_of(result, lambda t: "LIN" in t and "PER" in t)
-    assert weight > 0.5, texts
+    # One small run can lock onto a local mode (a lone GE explains these data at a far lower
+    # evidence): three independent runs, pooled by their evidence estimates, must find it.
+    runs = [smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(k)) for k in range(3)]
+    log_z = np.array([float(r.log_marginal_likelihood) for r in runs])
+    run_weights = np.exp(log_z - log_z.max()) / np.exp(log_z - log_z.max()).sum()
+    found = [_weight_of(r, lambda t: "LIN" in t and "PER" in t) for r in runs]
+    weight = sum(rw * w for rw, (w, _) in zip(run_weights, found, strict=True))
+    assert weight > 0.5, (log_z, [texts for _, texts in found])
 
 
 @pytest.mark.slow
