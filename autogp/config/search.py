@@ -121,6 +121,11 @@ class SMCConfig:
     num_rounds: int = key(
         _SMC.num_rounds, "data-annealing rounds (linear/log)", "int", lo=1, hi=100_000
     )
+    restarts: int = key(
+        _SMC.restarts,
+        "independent SMC runs of num_particles each, pooled by their evidence estimates "
+        "(cost grows with runs x particles)", "int", lo=1, hi=256,
+    )
     counts: tuple[int, ...] | None = key(
         _SMC.counts,
         "observations used after each round (schedule = 'counts'), strictly increasing",

@@ -34,6 +34,10 @@ class SMCSettings:
     num_particles: int = 16
     schedule: str = "linear"  # or "log", "counts", "online"
     num_rounds: int = 10
+    # Independent SMC runs of num_particles each, fitted side by side in one compiled program
+    # and pooled by their evidence estimates: a run that locked onto a poor mode early gets
+    # little weight instead of being the whole answer.
+    restarts: int = 1
     counts: tuple[int, ...] | None = None  # schedule "counts"
     shuffle: bool = False
     ess_threshold: float = 0.5

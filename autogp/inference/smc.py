@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import logsumexp
 
 from autogp.inference import grammar as gr
 from autogp.inference.rounds import (
@@ -90,6 +91,28 @@ def _result(state: SMCState, history, g: int = 0) -> SMCResult:
     )
 
 
+def pool_runs(runs: Sequence[SMCResult]) -> SMCResult:
+    """Independent SMC runs of one series as one particle approximation.
+
+    Run r's particles keep their normalised weights, scaled by its share Z_r / sum_s Z_s of the
+    evidence estimates, and the pooled evidence is their mean (each Z_r is unbiased, so their
+    mean is too, with less variance)."""
+    log_z = np.array([r.log_marginal_likelihood for r in runs], dtype=np.float64)
+    log_share = log_z - logsumexp(log_z)
+    log_weights = np.concatenate([
+        np.asarray(r.log_weights) - logsumexp(r.log_weights) + share
+        for r, share in zip(runs, log_share, strict=True)
+    ])
+    return SMCResult(
+        ops=np.concatenate([r.ops for r in runs]),
+        params=np.concatenate([r.params for r in runs]),
+        noise=np.concatenate([r.noise for r in runs]),
+        log_weights=log_weights,
+        log_marginal_likelihood=float(logsumexp(log_z) - np.log(len(runs))),
+        history={**runs[0].history, "run_log_marginal_likelihood": log_z.tolist()},
+    )
+
+
 def run_smc_panel(
     xs: Sequence[np.ndarray],
     ys: Sequence[np.ndarray],
@@ -105,7 +128,35 @@ def run_smc_panel(
     """Fit G series (normalised x in [0, 1], y standardised) in one compiled program.
 
     ``seasonal_periods`` (normalised units; per series a period, a list of periods, or None
-    where unknown) add each series' calendar seasons to the period proposal."""
+    where unknown) add each series' calendar seasons to the period proposal. With
+    ``settings.restarts`` R > 1 each series is fitted R times independently (R groups of the
+    same program) and the runs are pooled by :func:`pool_runs`."""
+    runs = settings.restarts
+    if runs > 1:
+        periods = seasonal_periods if seasonal_periods is not None else [None] * len(xs)
+        results = _run_groups(
+            [x for x in xs for _ in range(runs)], [y for y in ys for _ in range(runs)],
+            grammar, settings, key=key, callback=callback, debug=debug, pad_to=pad_to,
+            seasonal_periods=[p for p in periods for _ in range(runs)],
+        )
+        return [pool_runs(results[g * runs : (g + 1) * runs]) for g in range(len(xs))]
+    return _run_groups(xs, ys, grammar, settings, key=key, callback=callback, debug=debug,
+                       pad_to=pad_to, seasonal_periods=seasonal_periods)
+
+
+def _run_groups(
+    xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
+    grammar: gr.Grammar,
+    settings: SMCSettings,
+    *,
+    key: Array,
+    callback: Callable[[int, int], None] | None,
+    debug: bool,
+    pad_to: int | None,
+    seasonal_periods: Sequence[float | Sequence[float] | None] | None,
+) -> list[SMCResult]:
+    """One SMC run per group (series), all groups in one compiled program."""
     num_inducing = settings.num_inducing(max(len(x) for x in xs))
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
@@ -183,6 +234,7 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
 __all__ = [
     "SMCResult",
     "compilation_counts",
+    "pool_runs",
     "run_smc",
     "run_smc_panel",
     "schedule_counts",
