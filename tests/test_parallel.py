@@ -114,9 +114,15 @@ def test_chunks_group_similar_lengths_and_cover_every_series_once():
         ids = [s.unique_id for c in chunks for s in c]
         assert sorted(ids) == sorted(s.unique_id for s in series)  # each once
         assert all(len(c) <= 8 for c in chunks)
-        # chunks are runs of the length order: no chunk's range overlaps the next one's
-        bounds = [(min(s.n for s in c), max(s.n for s in c)) for c in chunks]
+        # chunks are runs of the length order: no chunk's range overlaps another's
+        bounds = sorted((min(s.n for s in c), max(s.n for s in c)) for c in chunks)
         assert all(hi <= lo for (_, hi), (lo, _) in zip(bounds, bounds[1:], strict=False))
+        # handed out longest first, then shortest, second longest, second shortest, ...:
+        # each chunk is the longest (even places) or shortest (odd) of those still left
+        for i, c in enumerate(chunks):
+            rest = [s.n for later in chunks[i:] for s in later]
+            assert (max(s.n for s in c) == max(rest)) if i % 2 == 0 else (
+                min(s.n for s in c) == min(rest)), i
 
 
 def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch):
@@ -386,3 +392,32 @@ def test_fit_resume_folder_skips_finished_series_and_reports_bad_ones(monkeypatc
     assert len(calls) == 3  # nothing refitted
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
     assert pd.read_csv(tmp_path / "a.csv")["unique_id"].unique().tolist() == ["a", "b", "c"]
+
+
+# ---- autogp run: forecasts and scores on worker processes -------------------------------------
+@pytest.mark.slow
+def test_run_scores_on_workers_as_in_one_process(cache_env):
+    from autogp.experiments.runner import forecast_and_score_all, split_series
+
+    base = _tiny_panel()
+    panel = pd.concat([base.assign(unique_id=base.unique_id + str(k)) for k in range(6)])
+    series = from_frame(panel, id_col="unique_id")
+    pairs = [split_series(s, 3) for s in series]
+    pairs[-1] = (series[-1], None)  # one series without a test part: a plain forecast
+    config = _with({**TINY, "experiment": {"metrics": ["mase", "coverage", "lpd"]}}, workers=1)
+    model = AutoGP(config, progress=False).fit([train for train, _ in pairs])
+    items = [(model.fits[t.unique_id], t, h) for t, h in pairs]
+    here = forecast_and_score_all(items, model.config)
+    two = forecast_and_score_all(items, AutoGP(_with(config, workers=2)).config)
+    assert len(here) == len(two) == 18
+    for (fc1, row1), (fc2, row2), (train, test) in zip(here, two, pairs, strict=True):
+        assert fc1["unique_id"].tolist() == fc2["unique_id"].tolist()
+        assert set(fc1["unique_id"]) == {train.unique_id}
+        np.testing.assert_allclose(_values(fc2), _values(fc1), rtol=1e-9)
+        if test is None:
+            assert row1 is None and row2 is None and len(fc1) == model.config.forecast.horizon
+            continue
+        assert row1.keys() == row2.keys() and row1["n_test"] == 3
+        for key in ("mase", "coverage_95", "lpd_per_point", "crps_mixture_scaled"):
+            assert row2[key] == pytest.approx(row1[key], rel=1e-9), key
+        np.testing.assert_array_equal(fc1["y"].to_numpy(), test.y)
