@@ -50,7 +50,7 @@ def _by_position(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def score_run(run_dir: Path, baselines: Path | None, freq_data: Path | None
+def score_run(run_dir: Path, baselines: Path | None, freq_data: Path | None, season: int = 1
               ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-series scores, per-model means) of the run's forecasts and the baselines."""
     fc = _by_position(pd.read_csv(run_dir / "forecast.csv").dropna(subset=["y"]))
@@ -65,7 +65,7 @@ def score_run(run_dir: Path, baselines: Path | None, freq_data: Path | None
         if missing.any():
             raise ValueError(f"baselines lack {int(missing.sum())} held-out rows, e.g. series "
                              f"{fc.loc[missing, 'unique_id'].iloc[0]!r}")
-    seasons: dict[object, int] | int = 1
+    seasons: dict[object, int] | int = season
     if freq_data is not None:
         freq = pd.read_csv(freq_data, usecols=["unique_id", "freq"]).drop_duplicates("unique_id")
         seasons = {str(u): SEASON_OF_FREQ.get(str(f), 1)
@@ -90,11 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--baselines", type=Path)
     parser.add_argument("--freq-data", type=Path,
                         help="the panel's data file with a freq column (MASE seasons)")
+    parser.add_argument("--season", type=int, default=1,
+                        help="MASE season of every series when there is no --freq-data "
+                        "(12 for M3 monthly)")
     parser.add_argument("--ratio", type=float, default=2.5)
     parser.add_argument("--margin", type=float, default=0.5)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    scores, table = score_run(args.run_dir, args.baselines, args.freq_data)
+    scores, table = score_run(args.run_dir, args.baselines, args.freq_data, args.season)
     worst = worst_series(scores, args.ratio, args.margin)
     print(f"{scores['unique_id'].nunique()} series; per-series means\n")
     print(to_markdown_table(table, ".4g"))

@@ -6,6 +6,9 @@ frame-based scores of :mod:`autogp.experiments.scoring` that every model of a co
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
@@ -14,6 +17,7 @@ from autogp.experiments.scoring import boxcox_mixture_crps, mixture_crps
 from autogp.forecast.columns import MODEL_NAME, interval_columns, level_label
 from autogp.forecast.metrics import coverage, mase, seasonality, smape
 from autogp.forecast.model import AutoGP
+from autogp.inference.posterior import Posterior
 
 SUPPORTED_METRICS = ("smape", "mase", "coverage", "lpd")
 
@@ -71,4 +75,38 @@ def scaled_mixture_crps(model: AutoGP, uid: str, test: TimeSeries) -> float:
     return float(np.mean(crps) / np.mean(np.abs(y)))
 
 
-__all__ = ["SUPPORTED_METRICS", "scaled_mixture_crps", "score_series"]
+def forecast_and_score(
+    fit: Posterior,
+    train: TimeSeries,
+    test: TimeSeries | None,
+    config: Mapping[str, Any],
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """One fitted series' forecast (at ``test``'s stamps, with its ``y``; else
+    ``forecast.horizon`` steps) and its ``metrics.csv`` row (None without a test part)."""
+    model = AutoGP.from_fits([fit], dict(config), progress=False)
+    levels = sorted(set(model.config.forecast.levels))
+    uid = train.unique_id
+    if test is None:
+        return model.predict(model.config.forecast.horizon, level=levels, unique_id=uid), None
+    fc = model.predict(test.ds, level=levels, unique_id=uid)
+    fc["y"] = test.y
+    row: dict[str, Any] = {"unique_id": uid, "n_train": train.n, "n_test": test.n}
+    row.update(score_series(model.config.experiment.metrics, fc, train, test, levels, model))
+    row["crps_mixture_scaled"] = scaled_mixture_crps(model, uid, test)
+    return fc, row
+
+
+def forecast_and_score_chunk(
+    items: Sequence[tuple[Posterior, TimeSeries, TimeSeries | None]], config: Mapping[str, Any]
+) -> list[tuple[pd.DataFrame, dict[str, Any] | None]]:
+    """:func:`forecast_and_score` for a chunk of series (one task of a worker process)."""
+    return [forecast_and_score(fit, train, test, config) for fit, train, test in items]
+
+
+__all__ = [
+    "SUPPORTED_METRICS",
+    "forecast_and_score",
+    "forecast_and_score_chunk",
+    "scaled_mixture_crps",
+    "score_series",
+]

@@ -3,6 +3,7 @@
 (:mod:`~autogp.parallel.resume`) and the driver :func:`fit_panel`."""
 
 from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
+from autogp.parallel.local import map_chunks
 from autogp.parallel.panel import BACKENDS, PanelFit, fit_panel, resolve_workers
 from autogp.parallel.progress import progress_bar
 from autogp.parallel.resume import ResumeStore
@@ -29,6 +30,7 @@ __all__ = [
     "fit_panel",
     "fit_series",
     "is_dask_frame",
+    "map_chunks",
     "progress_bar",
     "read_series_tolerant",
     "resolve_workers",

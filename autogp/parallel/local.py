@@ -5,22 +5,19 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from autogp.data import TimeSeries
 from autogp.parallel.work import SINGLE_THREAD_ENV, fit_chunk
 
 
-def run_local(
-    chunks: Sequence[Sequence[TimeSeries]],
-    config: Mapping[str, Any],
-    *,
-    panel: bool,
-    workers: int,
-) -> Iterator[tuple[int, list[Any]]]:
-    """Run :func:`~autogp.parallel.work.fit_chunk` for every chunk in ``workers`` spawned processes
-    (single-threaded XLA each) and yield ``(chunk index, results)`` as chunks finish.
+def map_chunks(
+    fn: Callable[..., Any], chunks: Sequence[Any], *args: Any, workers: int
+) -> Iterator[tuple[int, Any]]:
+    """Run ``fn(chunk, *args)`` for every chunk in ``workers`` spawned processes (single-threaded
+    XLA each) and yield ``(chunk index, result)`` as chunks finish; ``fn`` and its arguments
+    must be picklable.
 
     If the caller stops early (an error, Ctrl-C), chunks not started are cancelled and the
     worker processes are ended, so only the chunks in flight are lost.
@@ -32,8 +29,7 @@ def run_local(
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
     finished = False
     try:
-        pending = {pool.submit(fit_chunk, list(chunk), dict(config), panel): i
-                   for i, chunk in enumerate(chunks)}
+        pending = {pool.submit(fn, chunk, *args): i for i, chunk in enumerate(chunks)}
         for done in concurrent.futures.as_completed(pending):
             yield pending[done], done.result()
         finished = True
@@ -51,4 +47,17 @@ def run_local(
                 os.environ[k] = v
 
 
-__all__ = ["run_local"]
+def run_local(
+    chunks: Sequence[Sequence[TimeSeries]],
+    config: Mapping[str, Any],
+    *,
+    panel: bool,
+    workers: int,
+) -> Iterator[tuple[int, list[Any]]]:
+    """Run :func:`~autogp.parallel.work.fit_chunk` for every chunk in ``workers`` spawned processes
+    (:func:`map_chunks`) and yield ``(chunk index, results)`` as chunks finish."""
+    yield from map_chunks(fit_chunk, [list(c) for c in chunks], dict(config), panel,
+                          workers=workers)
+
+
+__all__ = ["map_chunks", "run_local"]
