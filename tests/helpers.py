@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 from autogp.kernels import spec
 from autogp.kernels.base import Kernel, kernel_class
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` as a module (scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # Default (rtol, atol) by the precision of the arrays compared (tinygp's test helper does the
 # same): float64 results of the same formulas agree to ~1e-12, float32 ones to ~1e-6.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,15 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    path = ROOT / "scripts" / "bench_panel.py"
-    spec = importlib.util.spec_from_file_location("bench_panel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_panel")
 
 
 def test_compare_reports_byte_identity_and_the_in_process_difference(tmp_path):

@@ -3,7 +3,6 @@ with the sparse bound below the exact likelihood where both run."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -11,14 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tests.helpers import load_script
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_scaling.py"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("bench_scaling", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_scaling")
 
 
 def test_seasonal_naive_scores_one_against_itself():

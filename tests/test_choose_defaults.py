@@ -3,7 +3,6 @@ table's values are recomputed here from the data file with plain numpy formulas.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -11,12 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 PANEL = ROOT / "benchmarks" / "data" / "dev_panel.csv.gz"
-_spec = importlib.util.spec_from_file_location("choose_defaults",
-                                               ROOT / "scripts" / "choose_defaults.py")
-choose_defaults = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(choose_defaults)
+choose_defaults = load_script("choose_defaults")
 main, training_windows = choose_defaults.main, choose_defaults.training_windows
 SEASON = {"YS": 1, "QS": 4, "MS": 12, "W": 52, "D": 7, "B": 5}
 

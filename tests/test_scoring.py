@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from autogp.experiments.scoring import (
     summary_table,
     to_markdown_table,
 )
+from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 M3_MONTHLY = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "m3_monthly.csv.gz"
@@ -340,10 +340,7 @@ def test_statsforecast_baselines_on_m3_series():
 
 # ---- the report script -----------------------------------------------------------------------
 def _load_report_script():
-    spec = importlib.util.spec_from_file_location("m3_report", ROOT / "scripts" / "m3_report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("m3_report")
 
 
 def _write_run_dir(run_dir: Path, *, optional: bool) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,15 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
-    path = ROOT / "scripts" / "seed_spread.py"
-    spec = importlib.util.spec_from_file_location("seed_spread", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("seed_spread")
 
 
 def test_per_series_rmse_and_inside_count_by_hand(tmp_path):
