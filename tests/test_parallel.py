@@ -418,6 +418,10 @@ def test_run_scores_on_workers_as_in_one_process(cache_env):
             assert row1 is None and row2 is None and len(fc1) == model.config.forecast.horizon
             continue
         assert row1.keys() == row2.keys() and row1["n_test"] == 3
-        for key in ("mase", "coverage_95", "lpd_per_point", "crps_mixture_scaled"):
+        for key in ("mase", "coverage_95", "lpd_per_point"):
             assert row2[key] == pytest.approx(row1[key], rel=1e-9), key
+        # The log-units CRPS is a grid integral whose grid follows the mixture's quantiles:
+        # last-digit differences move the grid, so it agrees to the grid's accuracy.
+        assert row2["crps_mixture_scaled"] == pytest.approx(row1["crps_mixture_scaled"],
+                                                            rel=1e-5)
         np.testing.assert_array_equal(fc1["y"].to_numpy(), test.y)
