@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import dask.config
 import distributed
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -60,17 +61,32 @@ class AutoGPWorkerSetup(WorkerPlugin):
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
+# Dask's housekeeping timers, slowed down for the LocalCluster autogp starts. With every core
+# busy fitting, each wake-up of a worker's event loop (a 20 ms health tick, a 10 ms profiler
+# sample) must take the GIL from the task thread and wait for a free core to run: measured on
+# 100 M3 series with 2 workers on 2 cores, the defaults cost 15% over the process pool, these
+# settings 8% (scripts/bench_panel.py). A cluster the user starts keeps its own settings.
+QUIET_WORKERS = {
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.worker.profile.enabled": False,
+    "distributed.worker.memory.monitor-interval": "1s",
+}
+
+
 def start_local_cluster(workers: int) -> Any:
     """A ``LocalCluster`` of ``workers`` single-threaded worker processes (XLA single-threaded
-    from the start through the workers' environment)."""
-    return distributed.LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        env=dict(SINGLE_THREAD_ENV),
-        dashboard_address=":0",  # any free port: clusters may run side by side
-        silence_logs=logging.ERROR,
-    )
+    from the start through the workers' environment) with quiet housekeeping
+    (:data:`QUIET_WORKERS`; the nannies hand the settings in force to their workers)."""
+    with dask.config.set(QUIET_WORKERS):
+        return distributed.LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            env=dict(SINGLE_THREAD_ENV),
+            dashboard_address=":0",  # any free port: clusters may run side by side
+            silence_logs=logging.ERROR,
+        )
 
 
 def run_dask(
@@ -124,4 +140,4 @@ def run_dask(
             thing.close()
 
 
-__all__ = ["AutoGPWorkerSetup", "run_dask", "start_local_cluster", "worker_cache_dir"]
+__all__ = ["QUIET_WORKERS", "AutoGPWorkerSetup", "run_dask", "start_local_cluster", "worker_cache_dir"]
