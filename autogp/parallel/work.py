@@ -99,8 +99,9 @@ def chunk_series(series: Sequence[TimeSeries], workers: int) -> list[list[TimeSe
 
     The chunks come in the order they should be handed out: the longest first, then the
     shortest, the second longest, the second shortest, ... Long chunks then start early
-    instead of running alone at the end, and the work done grows about evenly with the
-    series done, so a run stopped with half its series saved has about half its work left."""
+    instead of running alone at the end. Work still does not grow evenly with the series
+    done: on M3 the first half in this order (the longest and the shortest quarters) is about
+    40% of the work, the cost of a fit growing about as the square of its padded length."""
     if not series:
         return []
     size = max(1, min(8, len(series) // (4 * max(1, workers))))
