@@ -140,4 +140,6 @@ def run_dask(
             thing.close()
 
 
-__all__ = ["QUIET_WORKERS", "AutoGPWorkerSetup", "run_dask", "start_local_cluster", "worker_cache_dir"]
+__all__ = [
+    "QUIET_WORKERS", "AutoGPWorkerSetup", "run_dask", "start_local_cluster", "worker_cache_dir",
+]
