@@ -76,14 +76,10 @@ def scaled_mixture_crps(model: AutoGP, uid: str, test: TimeSeries) -> float:
 
 
 def forecast_and_score(
-    fit: Posterior,
-    train: TimeSeries,
-    test: TimeSeries | None,
-    config: Mapping[str, Any],
+    model: AutoGP, train: TimeSeries, test: TimeSeries | None
 ) -> tuple[pd.DataFrame, dict[str, Any] | None]:
     """One fitted series' forecast (at ``test``'s stamps, with its ``y``; else
     ``forecast.horizon`` steps) and its ``metrics.csv`` row (None without a test part)."""
-    model = AutoGP.from_fits([fit], dict(config), progress=False)
     levels = sorted(set(model.config.forecast.levels))
     uid = train.unique_id
     if test is None:
@@ -99,8 +95,10 @@ def forecast_and_score(
 def forecast_and_score_chunk(
     items: Sequence[tuple[Posterior, TimeSeries, TimeSeries | None]], config: Mapping[str, Any]
 ) -> list[tuple[pd.DataFrame, dict[str, Any] | None]]:
-    """:func:`forecast_and_score` for a chunk of series (one task of a worker process)."""
-    return [forecast_and_score(fit, train, test, config) for fit, train, test in items]
+    """:func:`forecast_and_score` for a chunk of series (one task of a worker process), with
+    one model holding the chunk's fits."""
+    model = AutoGP.from_fits([fit for fit, _, _ in items], dict(config), progress=False)
+    return [forecast_and_score(model, train, test) for _, train, test in items]
 
 
 __all__ = [
