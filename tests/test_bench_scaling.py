@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from tests.helpers import load_script
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_scaling.py"
 
 
 def _load():

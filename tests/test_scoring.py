@@ -26,7 +26,7 @@ from autogp.experiments.scoring import (
 from tests.helpers import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-M3_MONTHLY = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "m3_monthly.csv.gz"
+M3_MONTHLY = ROOT / "benchmarks" / "data" / "m3_monthly.csv.gz"
 
 
 # ---- mixture CRPS ----------------------------------------------------------------------------

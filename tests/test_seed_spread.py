@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from tests.helpers import load_script
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _script():
