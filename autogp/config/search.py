@@ -136,6 +136,12 @@ class SMCConfig:
     shuffle: bool = key(
         _SMC.shuffle, "add observations in random order instead of time order", "bool"
     )
+    round_sizes: str = key(
+        _SMC.round_sizes,
+        "each annealing round computes on the smallest quarter of the padded data that holds "
+        "its points (grow; up to 4 compiled rounds per length), or always on all of it (full)",
+        "choice", choices=("grow", "full"),
+    )
     ess_threshold: float = key(
         _SMC.ess_threshold, "resample when ESS < ess_threshold * num_particles", "float",
         lo=0.0, hi=1.0,

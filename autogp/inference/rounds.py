@@ -361,6 +361,40 @@ def padded_length(n: int) -> int:
     return int(math.ceil(n / PAD_MULTIPLE) * PAD_MULTIPLE)
 
 
+ROUND_SIZE_STEPS = 4
+
+
+def round_size(count: int, padded: int, sizes: str = "grow") -> int:
+    """Columns of the padded data that a round with at most ``count`` points needs.
+
+    ``"full"``: always all ``padded`` columns. ``"grow"``: the smallest of
+    ``ceil(padded * k / ROUND_SIZE_STEPS)`` (k = 1..4), rounded up to ``PAD_MULTIPLE``, that
+    holds ``count``: the early rounds of the data annealing then pay for the data they have, not
+    for all of it (a fit costs about half as much), at the price of at most four compiled rounds
+    per padded length. The sizes are multiples of ``PAD_MULTIPLE`` shared between lengths
+    (128 -> 32, 64, 96, 128; 96 -> 32, 64, 96), so a panel of lengths needs few programs.
+    """
+    if sizes == "full":
+        return padded
+    if sizes != "grow":
+        raise ValueError(f"unknown round_sizes {sizes!r} (expected 'grow' or 'full')")
+    for k in range(1, ROUND_SIZE_STEPS + 1):
+        size = min(padded, padded_length(math.ceil(padded * k / ROUND_SIZE_STEPS)))
+        if size >= count:
+            return size
+    return padded
+
+
+def data_prefix(data: Data, size: int) -> Data:
+    """The first ``size`` columns of padded data whose points enter in column order (no
+    shuffle): a round whose counts are at most ``size`` sees exactly the same masked-in points,
+    and masked-out columns add nothing to a likelihood."""
+    if size == data.x.shape[1]:
+        return data
+    return eqx.tree_at(lambda d: (d.x, d.y, d.rank),
+                       data, (data.x[:, :size], data.y[:, :size], data.rank[:, :size]))
+
+
 def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
               shuffle: bool = False, key: Array | None = None,
               period_peaks: int = SMCSettings.period_peaks,
@@ -410,9 +444,13 @@ def run_rounds(
     """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
     counts = np.asarray(counts, dtype=np.int32)
     history: dict[str, list] = {"ess": [], "resampled": [], "acceptance": [], "count": []}
+    padded = data.x.shape[1]
+    # Shuffled data enter in random column order, so every round needs every column.
+    sizes = "full" if settings.shuffle else settings.round_sizes
     for r, k in enumerate(jax.random.split(key, len(counts))):
-        state, diag = _compiled_round(grammar, settings, state, data, jnp.asarray(counts[r]),
-                                      key=k, num_inducing=num_inducing)
+        size = round_size(int(counts[r].max()), padded, sizes)
+        state, diag = _compiled_round(grammar, settings, state, data_prefix(data, size),
+                                      jnp.asarray(counts[r]), key=k, num_inducing=num_inducing)
         if debug:
             check_finite(state)
         for name, value in diag.items():
@@ -433,6 +471,7 @@ __all__ = [
     "likelihood_fn",
     "make_data",
     "padded_length",
+    "round_size",
     "run_draws",
     "run_rounds",
     "smc_round",

@@ -40,6 +40,9 @@ class SMCSettings:
     restarts: int = 1
     counts: tuple[int, ...] | None = None  # schedule "counts"
     shuffle: bool = False
+    # "grow": each round computes on the smallest quarter of the padded data holding its points
+    # (see rounds.round_size); "full": every round on all of it (one compiled round per length).
+    round_sizes: str = "grow"
     ess_threshold: float = 0.5
     resampling: str = "multinomial"
     rejuvenate: str = "always"  # or "after_resample"

@@ -1,0 +1,119 @@
+"""Growing round sizes: early annealing rounds compute on a prefix of the padded data.
+
+The prefix must change nothing but the cost: the same points are masked in, so likelihoods,
+rounds and fits agree with rounds on all the padded data; and the programs stay few."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autogp.config import engine_settings, load_config
+from autogp.inference import rounds, smc
+
+
+@pytest.mark.parametrize("padded", [32, 64, 96, 128, 160, 512, 1024])
+def test_round_size_is_the_smallest_quarter_step_holding_the_points(padded):
+    steps = [min(padded, rounds.padded_length(-(-padded * k // 4))) for k in range(1, 5)]
+    sizes = set()
+    for count in range(1, padded + 1):
+        size = rounds.round_size(count, padded, "grow")
+        # Brute force: the first quarter step (rounded up to the padding multiple) that fits.
+        assert size == next(s for s in steps if s >= count)
+        assert size % rounds.PAD_MULTIPLE == 0 and count <= size <= padded
+        assert rounds.round_size(count, padded, "full") == padded
+        sizes.add(size)
+    assert len(sizes) <= rounds.ROUND_SIZE_STEPS
+    with pytest.raises(ValueError, match="round_sizes 'half'"):
+        rounds.round_size(1, padded, "half")
+
+
+def test_sizes_of_common_lengths_are_shared():
+    def sizes(padded):
+        return {rounds.round_size(c, padded) for c in range(1, padded + 1)}
+
+    assert sizes(128) == {32, 64, 96, 128}
+    assert sizes(96) <= sizes(128) and sizes(64) <= sizes(128)
+
+
+def _setup(n=(75, 90), particles=6):
+    cfg = load_config({"smc": {"num_particles": particles, "num_rounds": 4,
+                               "structure_moves": 2}, "refine": {"steps": 4}})
+    grammar, settings = engine_settings(cfg)
+    rng = np.random.default_rng(0)
+    xs = [np.linspace(0, 1, k) for k in n]
+    ys = [np.sin(9 * x) + 0.5 * x + 0.1 * rng.normal(size=x.size) for x in xs]
+    data = rounds.make_data(xs, ys)
+    state = rounds.init_state(grammar, len(n), particles, key=jax.random.key(1))
+    return grammar, settings, data, state
+
+
+@pytest.mark.parametrize("count", [[10, 20], [40, 17], [60, 64]])
+def test_likelihood_on_the_prefix_equals_the_likelihood_on_all_padded_data(count):
+    grammar, _, data, state = _setup()
+    count = jnp.asarray(count, dtype=jnp.int32)
+    size = rounds.round_size(int(count.max()), data.x.shape[1])
+    assert size < data.x.shape[1]
+    flat = [a.reshape((-1,) + a.shape[2:]) for a in (state.ops, state.params, state.noise)]
+    full = rounds.likelihood_fn(data, count, state.noise.shape[1])(*flat)
+    prefix = rounds.likelihood_fn(rounds.data_prefix(data, size), count,
+                                  state.noise.shape[1])(*flat)
+    assert np.all(np.isfinite(np.asarray(full)))
+    np.testing.assert_allclose(np.asarray(prefix), np.asarray(full), rtol=1e-10, atol=1e-9)
+
+
+def test_a_round_on_the_prefix_matches_a_round_on_all_the_data():
+    grammar, settings, data, state = _setup()
+    count = jnp.asarray([30, 35], dtype=jnp.int32)
+    key = jax.random.key(4)
+    full, diag_full = rounds.smc_round(grammar, settings, state, data, count, key=key)
+    size = rounds.round_size(35, data.x.shape[1])
+    part, diag_part = rounds.smc_round(grammar, settings, state, rounds.data_prefix(data, size),
+                                       count, key=key)
+    np.testing.assert_array_equal(np.asarray(part.ops), np.asarray(full.ops))
+    for name in ("params", "noise", "log_likelihood", "log_weights", "log_evidence"):
+        np.testing.assert_allclose(np.asarray(getattr(part, name)),
+                                   np.asarray(getattr(full, name)), rtol=1e-7, atol=1e-8,
+                                   err_msg=name)
+    np.testing.assert_array_equal(np.asarray(diag_part["resampled"]),
+                                  np.asarray(diag_full["resampled"]))
+
+
+def test_grow_compiles_one_round_per_size_and_a_shorter_series_reuses_them():
+    cfg = load_config({"grammar": {"max_depth": 1}, "smc": {
+        "num_particles": 2, "num_rounds": 4, "structure_moves": 1}, "refine": {"steps": 1}})
+    grammar, settings = engine_settings(cfg)
+    x = np.linspace(0, 1, 110)  # padded to 128: sizes 32, 64, 96, 128
+    before = smc.compilation_counts()["round"]
+    a = smc.run_smc(x, np.sin(7 * x), grammar, settings, key=jax.random.key(0))
+    assert smc.compilation_counts()["round"] - before <= 4
+    middle = smc.compilation_counts()["round"]
+    x2 = np.linspace(0, 1, 80)  # padded to 96: sizes 32, 64, 96, all compiled above
+    smc.run_smc(x2, np.cos(5 * x2), grammar, settings, key=jax.random.key(1))
+    assert smc.compilation_counts()["round"] == middle
+    # The same fit with every round on all the padded data: the same evidence.
+    b = smc.run_smc(x, np.sin(7 * x), grammar,
+                    dataclasses.replace(settings, round_sizes="full"), key=jax.random.key(0))
+    np.testing.assert_array_equal(a.ops, b.ops)
+    np.testing.assert_allclose(a.log_marginal_likelihood, b.log_marginal_likelihood, rtol=1e-7)
+
+
+@pytest.mark.parametrize(("shuffle", "expected"), [(False, [32, 96]), (True, [96, 96])])
+def test_shuffled_data_use_every_column(monkeypatch, shuffle, expected):
+    grammar, settings, data, state = _setup(n=[70])
+    settings = dataclasses.replace(settings, shuffle=shuffle, num_rounds=2)
+    seen = []
+    real = rounds.smc_round
+
+    def spy(grammar, settings, state, data, count, **kw):
+        seen.append(data.x.shape[1])
+        return real(grammar, settings, state, data, count, **kw)
+
+    monkeypatch.setattr(rounds, "_compiled_round", spy)  # run eagerly, recording the width
+    rounds.run_rounds(grammar, settings, state, data, np.array([[10], [70]]),
+                      key=jax.random.key(0))
+    assert seen == expected
