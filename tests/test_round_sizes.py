@@ -40,9 +40,10 @@ def test_sizes_of_common_lengths_are_shared():
     assert sizes(96) <= sizes(128) and sizes(64) <= sizes(128)
 
 
-def _setup(n=(75, 90), particles=6):
-    cfg = load_config({"smc": {"num_particles": particles, "num_rounds": 4,
-                               "structure_moves": 2}, "refine": {"steps": 4}})
+def _setup(n=(75, 90), particles=4):
+    cfg = load_config({"grammar": {"max_depth": 2},
+                       "smc": {"num_particles": particles, "num_rounds": 4,
+                               "structure_moves": 1}, "refine": {"steps": 2}})
     grammar, settings = engine_settings(cfg)
     rng = np.random.default_rng(0)
     xs = [np.linspace(0, 1, k) for k in n]
@@ -87,12 +88,12 @@ def test_grow_compiles_one_round_per_size_and_a_shorter_series_reuses_them():
     cfg = load_config({"grammar": {"max_depth": 1}, "smc": {
         "num_particles": 2, "num_rounds": 4, "structure_moves": 1}, "refine": {"steps": 1}})
     grammar, settings = engine_settings(cfg)
-    x = np.linspace(0, 1, 110)  # padded to 128: sizes 32, 64, 96, 128
+    x = np.linspace(0, 1, 60)  # padded to 64: sizes 32 and 64
     before = smc.compilation_counts()["round"]
     a = smc.run_smc(x, np.sin(7 * x), grammar, settings, key=jax.random.key(0))
-    assert smc.compilation_counts()["round"] - before <= 4
+    assert smc.compilation_counts()["round"] - before <= 2
     middle = smc.compilation_counts()["round"]
-    x2 = np.linspace(0, 1, 80)  # padded to 96: sizes 32, 64, 96, all compiled above
+    x2 = np.linspace(0, 1, 30)  # padded to 32: compiled above
     smc.run_smc(x2, np.cos(5 * x2), grammar, settings, key=jax.random.key(1))
     assert smc.compilation_counts()["round"] == middle
     # The same fit with every round on all the padded data: the same evidence.
@@ -107,13 +108,12 @@ def test_shuffled_data_use_every_column(monkeypatch, shuffle, expected):
     grammar, settings, data, state = _setup(n=[70])
     settings = dataclasses.replace(settings, shuffle=shuffle, num_rounds=2)
     seen = []
-    real = rounds.smc_round
 
-    def spy(grammar, settings, state, data, count, **kw):
+    def spy(grammar, settings, state, data, count, **kw):  # records the width, computes nothing
         seen.append(data.x.shape[1])
-        return real(grammar, settings, state, data, count, **kw)
+        return state, {"ess": 0.0, "resampled": False, "acceptance": 0.0}
 
-    monkeypatch.setattr(rounds, "_compiled_round", spy)  # run eagerly, recording the width
+    monkeypatch.setattr(rounds, "_compiled_round", spy)
     rounds.run_rounds(grammar, settings, state, data, np.array([[10], [70]]),
                       key=jax.random.key(0))
     assert seen == expected
