@@ -218,6 +218,16 @@ def test_a_fit_where_every_particle_fails_raises_a_clear_error():
         smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(0))
 
 
+def test_a_failed_series_is_named_by_its_position_with_restarts():
+    cfg = _quick_config(restarts=2)
+    x = np.linspace(0, 1, 20)
+    bad = np.sin(5 * x)
+    bad[3] = np.inf
+    with pytest.raises(FloatingPointError, match=r"for series \[1\];"):
+        smc.run_smc_panel([x, x], [np.cos(3 * x), bad], *engine_settings(cfg),
+                          key=jax.random.key(0))
+
+
 def test_periodogram_finds_known_periods_on_irregular_times():
     from autogp.inference.periods import candidate_periods
 

@@ -129,38 +129,23 @@ def run_smc_panel(
 
     ``seasonal_periods`` (normalised units; per series a period, a list of periods, or None
     where unknown) add each series' calendar seasons to the period proposal. With
-    ``settings.restarts`` R > 1 each series is fitted R times independently (R groups of the
-    same program) and the runs are pooled by :func:`pool_runs`."""
+    ``settings.restarts`` R > 1 each series is fitted R times independently (R adjacent groups
+    of the program's series axis) and the runs are pooled by :func:`pool_runs`; a run whose
+    particles all failed gets zero weight there, and only a series whose runs all failed is an
+    error."""
     runs = settings.restarts
-    if runs > 1:
-        periods = seasonal_periods if seasonal_periods is not None else [None] * len(xs)
-        results = _run_groups(
-            [x for x in xs for _ in range(runs)], [y for y in ys for _ in range(runs)],
-            grammar, settings, key=key, callback=callback, debug=debug, pad_to=pad_to,
-            seasonal_periods=[p for p in periods for _ in range(runs)],
-        )
-        return [pool_runs(results[g * runs : (g + 1) * runs]) for g in range(len(xs))]
-    return _run_groups(xs, ys, grammar, settings, key=key, callback=callback, debug=debug,
-                       pad_to=pad_to, seasonal_periods=seasonal_periods)
+    periods = list(seasonal_periods) if seasonal_periods is not None else [None] * len(xs)
 
+    def repeat(seq):
+        return [v for v in seq for _ in range(runs)]
 
-def _run_groups(
-    xs: Sequence[np.ndarray],
-    ys: Sequence[np.ndarray],
-    grammar: gr.Grammar,
-    settings: SMCSettings,
-    *,
-    key: Array,
-    callback: Callable[[int, int], None] | None,
-    debug: bool,
-    pad_to: int | None,
-    seasonal_periods: Sequence[float | Sequence[float] | None] | None,
-) -> list[SMCResult]:
-    """One SMC run per group (series), all groups in one compiled program."""
+    xs, ys, periods = repeat(xs), repeat(ys), repeat(periods)
+    if np.any(np.isnan(np.concatenate([np.asarray(y) for y in ys]))):
+        raise ValueError("y contains NaN; clean the data first (autogp.data does)")
     num_inducing = settings.num_inducing(max(len(x) for x in xs))
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
-                     period_peaks=settings.period_peaks, seasonal_periods=seasonal_periods)
+                     period_peaks=settings.period_peaks, seasonal_periods=periods)
     per_series = [
         schedule_counts(len(x), settings.schedule, settings.num_rounds, settings.counts)
         for x in xs
@@ -170,8 +155,6 @@ def _run_groups(
     counts = np.array([[c[max(0, len(c) - R + r)] for c in per_series] for r in range(R)])
     state = init_state(grammar, len(xs), settings.num_particles, key=k_init, data=data,
                        settings=settings)
-    if np.any(np.isnan(np.concatenate([np.asarray(y) for y in ys]))):
-        raise ValueError("y contains NaN; clean the data first (autogp.data does)")
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
                                 num_inducing=num_inducing, callback=callback, debug=debug)
     draws = settings.refine.posterior_draws
@@ -179,13 +162,17 @@ def _run_groups(
         # Its own key, so the rounds are the same with and without draws.
         state = run_draws(grammar, settings, draws, state, data,
                           key=jax.random.fold_in(key, 7), num_inducing=num_inducing)
-    if not np.all(np.isfinite(np.asarray(state.log_evidence))):
-        bad = np.flatnonzero(~np.isfinite(np.asarray(state.log_evidence))).tolist()
+    finite = np.isfinite(np.asarray(state.log_evidence)).reshape(-1, runs)
+    if not np.all(finite.any(axis=1)):
+        bad = np.flatnonzero(~finite.any(axis=1)).tolist()
         raise FloatingPointError(
             f"every particle failed (non-finite likelihood) for series {bad}; the data may be "
             "degenerate (check for constant or extreme values)"
         )
-    return [_result(state, history, g) for g in range(len(xs))]
+    results = [_result(state, history, g) for g in range(len(xs))]
+    if runs == 1:
+        return results
+    return [pool_runs(results[g : g + runs]) for g in range(0, len(results), runs)]
 
 
 def run_smc(x, y, grammar: gr.Grammar, settings: SMCSettings, *, key: Array, callback=None,
