@@ -55,6 +55,8 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "BM=6": {"grammar.weights.BM": 6.0},
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
+    # The same compute as the defaults' 16 particles, as two independent runs pooled by evidence.
+    "restarts=2": {"smc.restarts": 2, "smc.num_particles": 8},
     # A quarter of the defaults' compute (8 particles, 8 rounds, 30 optimiser steps; 15 structure
     # moves): the budget that fits all 1,428 M3 series in an hour on 2 cores.
     "budget": LIGHT,
