@@ -1,8 +1,10 @@
 """The compiled SMC round over padded data: the particle state, one round (reweight, resample,
 rejuvenate), the posterior draws and the initial particles.
 
-Shapes never change during a fit: the data are padded to a fixed length and each round only
-moves a mask, so one compiled round serves the whole fit (and a second fit of the same size).
+Shapes change little during a fit: the data are padded to a multiple of 32 points and each
+round moves a mask over a prefix of them (the smallest quarter of the padded length that holds
+its points, see :func:`round_size`), so at most four compiled rounds serve a whole fit, and
+later fits of similar lengths.
 Every array of the state carries a leading *series* axis G in front of the particle axis P, so
 a panel of series is one program: for likelihoods the two axes are flattened into the
 evaluator's batch (each particle carrying its series' data), which keeps the evaluator's loops
@@ -466,6 +468,7 @@ __all__ = [
     "SMCState",
     "check_finite",
     "compilation_counts",
+    "data_prefix",
     "draw_parameters",
     "init_state",
     "likelihood_fn",
