@@ -133,6 +133,8 @@ def run_smc_panel(
     of the program's series axis) and the runs are pooled by :func:`pool_runs`; a run whose
     particles all failed gets zero weight there, and only a series whose runs all failed is an
     error."""
+    if np.any(np.isnan(np.concatenate([np.asarray(y) for y in ys]))):
+        raise ValueError("y contains NaN; clean the data first (autogp.data does)")
     runs = settings.restarts
     periods = list(seasonal_periods) if seasonal_periods is not None else [None] * len(xs)
 
@@ -140,8 +142,6 @@ def run_smc_panel(
         return [v for v in seq for _ in range(runs)]
 
     xs, ys, periods = repeat(xs), repeat(ys), repeat(periods)
-    if np.any(np.isnan(np.concatenate([np.asarray(y) for y in ys]))):
-        raise ValueError("y contains NaN; clean the data first (autogp.data does)")
     num_inducing = settings.num_inducing(max(len(x) for x in xs))
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
