@@ -16,7 +16,10 @@ Three parts, each optional:
 The machine's load matters: run on an idle machine for numbers to compare.
 
     python scripts/bench_scaling.py [--tiny] [--sizes 100 300 ...] [--long PATH]
-                                    [--json PATH] [--parts eval fit long]
+                                    [--long-ids ID ...] [--json PATH] [--parts eval fit long]
+
+Every measurement runs in its own process under a timeout (``--timeout`` per fit,
+``--eval-timeout`` per N of the eval part) and is reported as an error row when it runs out.
 """
 
 from __future__ import annotations
@@ -70,6 +73,9 @@ def scores(y_train, y_test, mean, lo, hi, season: int) -> dict:
 
 # --- one fit (runs in a child process) -----------------------------------------------------
 def _child(spec: dict) -> dict:
+    if spec["kind"] == "eval":
+        return eval_row(spec["n"], spec["particles"], spec["inducing"], spec["exact_max"],
+                        spec["repeats"], spec["seed"])
     from autogp import AutoGP
     from autogp.forecast.columns import MODEL_NAME, interval_columns
 
@@ -130,7 +136,24 @@ def _timed(fn, *args, repeats: int) -> float:
 
 
 def eval_costs(sizes, particles: int, inducing: int, exact_max: int, repeats: int,
-               seed: int) -> list[dict]:
+               seed: int, timeout: float) -> list[dict]:
+    """One row per N, each measured in its own process under ``timeout`` seconds: with
+    jaxlib 0.10.2 on CPU some batched programs here stall at random (every XLA thread idle,
+    see the benchmark page), and a stalled size must not stop the rest."""
+    rows = []
+    for n in sizes:
+        spec = {"kind": "eval", "n": n, "particles": particles, "inducing": inducing,
+                "exact_max": exact_max, "repeats": repeats, "seed": seed}
+        row = {"n": n, "particles": particles, "inducing": inducing, **run_case(spec, timeout)}
+        row.pop("wall_s", None)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def eval_row(n: int, particles: int, inducing: int, exact_max: int, repeats: int,
+             seed: int) -> dict:
+    """Seconds per value-and-gradient at one N (exact, sparse, dense floor) and the bound's gap."""
     from autogp.evaluator import gram, log_marginal_likelihood
     from autogp.evaluator.sparse import sparse_log_marginal_likelihood
     from autogp.inference import grammar as gr
@@ -138,53 +161,49 @@ def eval_costs(sizes, particles: int, inducing: int, exact_max: int, repeats: in
     grammar = gr.Grammar.default(max_depth=3)
     ops, params, _ = gr.sample_prior(grammar, particles, key=jax.random.key(seed))
     noise = jnp.full((particles,), np.log(0.1))
-    rows = []
-    for n in sizes:
-        t, y = synthetic(n, seed)
-        x = jnp.asarray(t[:n] / n)
-        yy = jnp.asarray((y[:n] - y[:n].mean()) / y[:n].std())
-        row = {"n": n, "particles": particles, "inducing": inducing}
+    t, y = synthetic(n, seed)
+    x = jnp.asarray(t[:n] / n)
+    yy = jnp.asarray((y[:n] - y[:n].mean()) / y[:n].std())
+    row = {"n": n, "particles": particles, "inducing": inducing}
 
-        def value_and_grad(loglik):
-            def total(p, s):
-                v = loglik(p, s)
-                return jnp.sum(jnp.where(jnp.isfinite(v), v, 0.0)), v
+    def value_and_grad(loglik):
+        def total(p, s):
+            v = loglik(p, s)
+            return jnp.sum(jnp.where(jnp.isfinite(v), v, 0.0)), v
 
-            return jax.jit(jax.value_and_grad(total, argnums=(0, 1), has_aux=True))
+        return jax.jit(jax.value_and_grad(total, argnums=(0, 1), has_aux=True))
 
-        def sparse(p, s, x=x, yy=yy):
-            return sparse_log_marginal_likelihood(ops, p, s, x, yy, num_inducing=inducing)
+    def sparse(p, s, x=x, yy=yy):
+        return sparse_log_marginal_likelihood(ops, p, s, x, yy, num_inducing=inducing)
 
-        row["sparse_s"] = _timed(value_and_grad(sparse), params, noise, repeats=repeats)
-        if n <= exact_max:
-            def exact(p, s, x=x, yy=yy):
-                return log_marginal_likelihood(ops, p, s, x, yy)
+    row["sparse_s"] = _timed(value_and_grad(sparse), params, noise, repeats=repeats)
+    if n <= exact_max:
+        def exact(p, s, x=x, yy=yy):
+            return log_marginal_likelihood(ops, p, s, x, yy)
 
-            row["exact_s"] = _timed(value_and_grad(exact), params, noise, repeats=repeats)
+        row["exact_s"] = _timed(value_and_grad(exact), params, noise, repeats=repeats)
 
-            @jax.jit
-            def floor(K, s):
-                eye = jnp.eye(K.shape[-1], dtype=K.dtype)
-                L = jnp.linalg.cholesky(K + jnp.exp(s)[:, None, None] * eye)
-                W = jax.scipy.linalg.solve_triangular(L, jnp.broadcast_to(eye, L.shape),
-                                                      lower=True)
-                return jnp.swapaxes(W, -1, -2) @ W
+        @jax.jit
+        def floor(K, s):
+            eye = jnp.eye(K.shape[-1], dtype=K.dtype)
+            L = jnp.linalg.cholesky(K + jnp.exp(s)[:, None, None] * eye)
+            W = jax.scipy.linalg.solve_triangular(L, jnp.broadcast_to(eye, L.shape),
+                                                  lower=True)
+            return jnp.swapaxes(W, -1, -2) @ W
 
-            K = jax.jit(gram)(ops, params, x)
-            row["dense_floor_s"] = _timed(floor, K, noise, repeats=repeats)
-            row["exact_over_floor"] = row["exact_s"] / row["dense_floor_s"]
-            row["sparse_over_floor"] = row["sparse_s"] / row["dense_floor_s"]
-            ex = np.asarray(jax.jit(exact)(params, noise))
-            sp = np.asarray(jax.jit(sparse)(params, noise))
-            ok = np.isfinite(ex) & np.isfinite(sp)
-            gap = (ex - sp)[ok] / n  # per data point, nats
-            row["bound_gap_per_point"] = {
-                "median": float(np.median(gap)), "max": float(np.max(gap)),
-                "min": float(np.min(gap)),
-            }
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-    return rows
+        K = jax.jit(gram)(ops, params, x)
+        row["dense_floor_s"] = _timed(floor, K, noise, repeats=repeats)
+        row["exact_over_floor"] = row["exact_s"] / row["dense_floor_s"]
+        row["sparse_over_floor"] = row["sparse_s"] / row["dense_floor_s"]
+        ex = np.asarray(jax.jit(exact)(params, noise))
+        sp = np.asarray(jax.jit(sparse)(params, noise))
+        ok = np.isfinite(ex) & np.isfinite(sp)
+        gap = (ex - sp)[ok] / n  # per data point, nats
+        row["bound_gap_per_point"] = {
+            "median": float(np.median(gap)), "max": float(np.max(gap)),
+            "min": float(np.min(gap)),
+        }
+    return row
 
 
 # --- main -----------------------------------------------------------------------------------------
@@ -203,9 +222,13 @@ def main(argv=None) -> dict:
     ap.add_argument("--inducing", type=int, default=0, help="inducing points (0: default)")
     ap.add_argument("--particles", type=int, default=8, help="particles in the eval part")
     ap.add_argument("--long", type=Path, default=None, help="CSV of long series (long part)")
+    ap.add_argument("--long-ids", nargs="+", default=None,
+                    help="fit only these series of the long CSV (default: all)")
     ap.add_argument("--long-last", type=int, default=0,
                     help="use only the last points of each long series (0: all)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
+    ap.add_argument("--eval-timeout", type=float, default=600.0,
+                    help="seconds per N in the eval part (its own process)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -234,7 +257,8 @@ def main(argv=None) -> dict:
 
     if "eval" in args.parts:
         report["eval"] = eval_costs(args.eval_sizes, args.particles, inducing, args.exact_max,
-                                    repeats=1 if args.tiny else 3, seed=args.seed)
+                                    repeats=1 if args.tiny else 3, seed=args.seed,
+                                    timeout=args.eval_timeout)
     if "fit" in args.parts:
         report["fit"] = []
         for n in args.sizes:
@@ -249,6 +273,11 @@ def main(argv=None) -> dict:
     if "long" in args.parts and args.long is not None:
         report["long"] = []
         ids = pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique()
+        if args.long_ids:
+            missing = sorted(set(args.long_ids) - set(ids))
+            if missing:
+                raise SystemExit(f"--long-ids: not in {args.long}: {missing}")
+            ids = [u for u in ids if u in set(args.long_ids)]
         for uid in ids:
             season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
             spec = {"kind": "csv", "path": str(args.long), "unique_id": uid, "seed": args.seed,

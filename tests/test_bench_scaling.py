@@ -48,3 +48,24 @@ def test_tiny_long_part_reads_a_csv(tmp_path):
     assert "error" not in row, row
     assert row["season"] == 48 and row["num_inducing"] == 0  # short: "auto" stays exact
     assert 0.0 <= row["coverage95"] <= 1.0 and np.isfinite(row["mase_ratio"])
+
+
+def test_an_eval_size_that_runs_out_of_time_is_an_error_row_not_a_stall():
+    bench = _load()
+    (row,) = bench.eval_costs([40], particles=2, inducing=8, exact_max=40, repeats=1, seed=0,
+                              timeout=0.01)
+    assert row["n"] == 40 and row["error"].startswith("timeout")
+    assert "sparse_s" not in row
+
+
+def test_long_ids_must_name_series_of_the_csv(tmp_path):
+    bench = _load()
+    path = tmp_path / "long.csv"
+    pd.DataFrame({"unique_id": "a", "ds": [0, 1], "y": [1.0, 2.0],
+                  "split": ["train", "test"]}).to_csv(path, index=False)
+    try:
+        bench.main(["--tiny", "--parts", "long", "--long", str(path), "--long-ids", "b"])
+    except SystemExit as err:
+        assert "['b']" in str(err)
+    else:
+        raise AssertionError("an unknown --long-ids entry was accepted")
