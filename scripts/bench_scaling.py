@@ -164,7 +164,7 @@ def eval_row(n: int, particles: int, inducing: int, exact_max: int, repeats: int
     t, y = synthetic(n, seed)
     x = jnp.asarray(t[:n] / n)
     yy = jnp.asarray((y[:n] - y[:n].mean()) / y[:n].std())
-    row = {"n": n, "particles": particles, "inducing": inducing}
+    row = {}  # the parent (eval_costs) adds n, particles and inducing
 
     def value_and_grad(loglik):
         def total(p, s):
@@ -274,10 +274,11 @@ def main(argv=None) -> dict:
         report["long"] = []
         ids = pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique()
         if args.long_ids:
-            missing = sorted(set(args.long_ids) - set(ids))
+            wanted = set(args.long_ids)
+            missing = sorted(wanted - set(ids))
             if missing:
                 raise SystemExit(f"--long-ids: not in {args.long}: {missing}")
-            ids = [u for u in ids if u in set(args.long_ids)]
+            ids = [u for u in ids if u in wanted]
         for uid in ids:
             season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
             spec = {"kind": "csv", "path": str(args.long), "unique_id": uid, "seed": args.seed,
