@@ -26,6 +26,7 @@ TIMEOUT_S = 900  # a hang, not a speed limit: under load the compilations take m
 # script -> its arguments on tiny inputs; {tmp} is the test's scratch folder
 SMOKE_ARGS = {
     "bench_evaluator.py": ["--tiny", "--json", "{tmp}/bench_evaluator.json"],
+    "bench_linalg.py": ["--tiny", "--timeout", "300", "--json", "{tmp}/bench_linalg.json"],
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
     "panel_scores.py": ["{tmp}/m3_run", "--baselines", "{tmp}/m3_run/baselines.csv",
@@ -152,6 +153,20 @@ def check_bench_evaluator(tmp: Path, output: str, _facts) -> None:
     assert "over_dense_floor" in output
 
 
+def check_bench_linalg(tmp: Path, output: str, _facts) -> None:
+    report = json.loads((tmp / "bench_linalg.json").read_text())
+    assert report["tiny"] is True and set(report["cases"]) == {"exact_24", "sparse_40"}
+    assert report["stalled"]["looped"] == 0
+    for row in report["cases"].values():
+        looped = row["looped"]["seconds"]
+        assert _finite_positive(looped)
+        if "seconds" in row["batched"]:  # the batched design may stall: that is the point
+            assert row["looped_over_batched"] == pytest.approx(looped / row["batched"]["seconds"])
+        else:
+            assert row["batched"]["error"].startswith("stalled")
+    assert "looped/batched" in output
+
+
 def check_bench_smc(tmp: Path, output: str, _facts) -> None:
     res = json.loads((tmp / "bench_smc.json").read_text())
     assert res["tiny"] is True
@@ -210,6 +225,7 @@ def check_panel_scores(tmp: Path, output: str, facts) -> None:
 
 CHECKS = {
     "bench_evaluator.py": check_bench_evaluator,
+    "bench_linalg.py": check_bench_linalg,
     "bench_smc.py": check_bench_smc,
     "m3_report.py": check_m3_report,
     "panel_scores.py": check_panel_scores,

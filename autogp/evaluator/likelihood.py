@@ -19,7 +19,8 @@ import math
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
+
+from autogp.evaluator.linalg import cho_solve, cholesky, solve_triangular
 
 # Relative jitter ladder (times the mean of the diagonal): the first rung is always applied.
 BASE_JITTER = 1e-10
@@ -45,7 +46,7 @@ def robust_cholesky(K, noise_var, mask):
     batch = K.shape[:-2]
 
     def attempt(jitter):
-        L = jnp.linalg.cholesky(_masked_cov(K, noise_var, mask, jitter))
+        L = cholesky(_masked_cov(K, noise_var, mask, jitter))
         return L, jnp.all(jnp.isfinite(L), axis=(-2, -1))
 
     jitter = jnp.full(batch, BASE_JITTER, K.dtype)
@@ -69,7 +70,7 @@ def robust_cholesky(K, noise_var, mask):
 
 def solve_cholesky(L, b):
     """(L L^T)^-1 b for a lower Cholesky factor ``L`` (batched)."""
-    return jax.scipy.linalg.cho_solve((L, True), b)
+    return cho_solve(L, b)
 
 
 def _logml_parts(K, noise_var, y, mask):

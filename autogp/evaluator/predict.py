@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
 from autogp.evaluator.gram import gram
 from autogp.evaluator.likelihood import robust_cholesky, solve_cholesky
+from autogp.evaluator.linalg import solve_triangular
 
 
 def posterior_predictive(ops, params, noise, x, y, mask, x_new, *, observation_noise=False,

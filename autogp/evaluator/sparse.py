@@ -33,9 +33,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
 from autogp.evaluator.gram import gram, gram_pairs
+from autogp.evaluator.linalg import cholesky, solve_triangular
 
 #: Relative jitter of Kuu (times the mean of its diagonal), raised tenfold where a factorisation
 #: fails, at most ``MAX_JITTER_RUNGS`` times.
@@ -96,7 +96,7 @@ def _kuu_jitter(Kuu):
     fixed_Kuu = jax.lax.stop_gradient(Kuu)
 
     def works(rung):
-        L = jnp.linalg.cholesky(fixed_Kuu + (rung * fixed_scale)[..., None, None] * eye)
+        L = cholesky(fixed_Kuu + (rung * fixed_scale)[..., None, None] * eye)
         return jnp.all(jnp.isfinite(L), axis=(-2, -1))
 
     rung = jnp.full(scale.shape, KUU_JITTER, Kuu.dtype)
@@ -144,7 +144,7 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
     eye = jnp.eye(num_inducing, dtype=Kuu.dtype)
     # Failed particles factorise the identity instead, so that nothing downstream is NaN.
     Kuu = jnp.where(ok[:, None, None], Kuu + jitter[:, None, None] * eye, eye)
-    L = jnp.linalg.cholesky(Kuu)
+    L = cholesky(Kuu)
 
     C = min(chunk, N)
     pad = (-N) % C
@@ -203,7 +203,7 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
 def _bound_from_stats(s: _Stats):
     """The bound per particle, and the Cholesky factor of B = I + A A^T."""
     eye = jnp.eye(s.AAt.shape[-1], dtype=s.AAt.dtype)
-    LB = jnp.linalg.cholesky(eye + s.AAt)
+    LB = cholesky(eye + s.AAt)
     c = solve_triangular(LB, s.Ay[..., None], lower=True)[..., 0]
     value = (
         -0.5 * s.n * _LOG_2PI

@@ -23,12 +23,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.linalg import cho_solve
 from scipy.special import ndtri
 
 from autogp.data import DataError, Scaler, TimeSeries
 from autogp.data.transform import boxcox_log_jacobian, inverse_mean
 from autogp.evaluator import gram, posterior_predictive, robust_cholesky
+from autogp.evaluator.linalg import cho_solve
 from autogp.evaluator.sparse import sparse_posterior_predictive, sparse_weights
 from autogp.inference import shapes
 from autogp.inference.mixture import Mixture, make_mixture, mixture_joint_logpdf
@@ -63,7 +63,7 @@ def _alpha(ops, params, noise, x, y, mask):
     mask = jnp.broadcast_to(mask, (P, x.shape[0]))
     L, ok = robust_cholesky(K, jnp.exp(noise), mask)
     ym = jnp.where(mask, jnp.broadcast_to(y, (P, y.shape[0])), 0.0)
-    alpha = cho_solve((L, True), ym[..., None])[..., 0]
+    alpha = cho_solve(L, ym[..., None])[..., 0]
     return jnp.where(mask, alpha, 0.0), ok
 
 

@@ -1,0 +1,94 @@
+"""The evaluator's batched linear algebra: the same results as scipy, and on CPU no LAPACK call
+with a batch (jaxlib's batched CPU kernels can deadlock when two run at once)."""
+
+from __future__ import annotations
+
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+
+from autogp.evaluator import linalg
+from autogp.evaluator.likelihood import gaussian_log_marginal
+from tests.helpers import assert_allclose
+
+
+def _spd(rng, batch, n):
+    X = rng.normal(size=batch + (n, n + 2))
+    return X @ np.swapaxes(X, -1, -2) + n * np.eye(n)
+
+
+def test_cholesky_and_solves_match_scipy_matrix_by_matrix():
+    rng = np.random.default_rng(0)
+    A = _spd(rng, (2, 3), 5)
+    B = rng.normal(size=(2, 3, 5, 4))
+    L = np.asarray(linalg.cholesky(jnp.asarray(A)))
+    for i in np.ndindex(2, 3):
+        ref = scipy.linalg.cholesky(A[i], lower=True)
+        assert_allclose(L[i], ref)
+        assert_allclose(np.asarray(linalg.solve_triangular(L, B))[i],
+                        scipy.linalg.solve_triangular(ref, B[i], lower=True))
+        assert_allclose(np.asarray(linalg.solve_triangular(L, B, trans=1))[i],
+                        scipy.linalg.solve_triangular(ref, B[i], lower=True, trans=1))
+        assert_allclose(np.asarray(linalg.cho_solve(L, B))[i], np.linalg.solve(A[i], B[i]),
+                        rtol=1e-9)
+
+
+def test_unbatched_and_broadcast_right_hand_sides():
+    rng = np.random.default_rng(1)
+    A = _spd(rng, (), 4)
+    L = linalg.cholesky(jnp.asarray(A))
+    assert_allclose(np.asarray(L), scipy.linalg.cholesky(A, lower=True))
+    Ls = jnp.stack([L, 2.0 * L])
+    eye = jnp.eye(4)  # one right-hand side for the whole batch
+    inv = np.asarray(linalg.solve_triangular(Ls, eye))
+    assert_allclose(inv[1], np.linalg.inv(2.0 * np.asarray(L)), rtol=1e-9)
+
+
+def test_not_positive_definite_gives_nan_like_numpy_semantics():
+    A = jnp.stack([jnp.eye(3), -jnp.eye(3)])
+    L = np.asarray(linalg.cholesky(A))
+    assert np.all(np.isfinite(L[0])) and not np.all(np.isfinite(L[1]))
+
+
+def test_gradients_match_jax_batched_linear_algebra():
+    rng = np.random.default_rng(2)
+    A = jnp.asarray(_spd(rng, (3,), 6))
+    B = jnp.asarray(rng.normal(size=(3, 6, 2)))
+
+    def loss(chol, solve, A, B):
+        L = chol(A)
+        return jnp.sum(jnp.sin(solve(L, B))) + jnp.sum(jnp.log(jnp.diagonal(L, 0, -2, -1)))
+
+    ours = jax.grad(loss, argnums=(2, 3))(
+        linalg.cholesky, lambda L, B: linalg.solve_triangular(L, B), A, B)
+    ref = jax.grad(loss, argnums=(2, 3))(
+        jnp.linalg.cholesky, lambda L, B: jax.scipy.linalg.solve_triangular(L, B, lower=True),
+        A, B)
+    for a, b in zip(ours, ref, strict=True):
+        assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-9, atol=1e-11)
+
+
+def _lapack_operand_shapes(hlo: str) -> list[str]:
+    lines = [ln for ln in hlo.splitlines() if re.search(r'custom_call_target="lapack_', ln)]
+    return [re.search(r"operand_layout_constraints=\{([^}]*)\}", ln).group(1) for ln in lines]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the looped form is CPU-only")
+def test_the_likelihood_gradient_makes_no_batched_lapack_call_on_cpu():
+    rng = np.random.default_rng(3)
+    K = jnp.asarray(_spd(rng, (4,), 12))
+    y = jnp.asarray(rng.normal(size=12))
+
+    def total(K, s):
+        return jnp.sum(gaussian_log_marginal(K, jnp.exp(s), y))
+
+    hlo = jax.jit(jax.grad(total, argnums=(0, 1))).lower(K, jnp.zeros(4)).compile().as_text()
+    shapes = _lapack_operand_shapes(hlo)
+    assert shapes, "expected LAPACK calls in the compiled program"
+    for operands in shapes:  # e.g. "f64[12,12]{1,0}": rank 2, no batch dimension
+        for dims in re.findall(r"f64\[([\d,]*)\]", operands):
+            assert dims.count(",") == 1, f"batched LAPACK call: {operands}"
