@@ -37,13 +37,14 @@ def compilation_cache_root() -> str | None:
     return where
 
 
-# XLA and BLAS run single-threaded in each worker: the compiled SMC round is a chain of small
-# dependent computations that one core runs about as fast as two, so a panel scales by fitting
-# different series at once, one per core.
+# BLAS and XLA's Eigen operations run single-threaded in each worker: the compiled SMC round is
+# a chain of small dependent computations that one core runs about as fast as two, so a panel
+# scales by fitting different series at once, one per core. (XLA's own thread pool still has
+# one thread per core; no flag sets its size.)
 SINGLE_THREAD_ENV = {
     "OPENBLAS_NUM_THREADS": "1",
     "OMP_NUM_THREADS": "1",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
 }
 
 
