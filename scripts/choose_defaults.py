@@ -232,9 +232,24 @@ def summarise(table: pd.DataFrame) -> pd.DataFrame:
             (g.loc[both, "mase_median"] < ref.loc[both, "mase_median"]).sum())
         row[f"crps_wins_vs_{reference}"] = int(
             (g.loc[both, "scaled_crps"] < ref.loc[both, "scaled_crps"]).sum())
+        row.update(coverage_by_third(g))
         row["new_fit_seconds"] = float(g["fit_seconds_new"].iloc[0])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def coverage_by_third(windows: pd.DataFrame) -> dict[str, float]:
+    """95% coverage over the first, middle and last third of each window's horizon (steps
+    1-6, 7-12 and 13-18 of a monthly window), pooled over windows: where intervals fail."""
+    hits: list[list[np.ndarray]] = [[], [], []]
+    for y, lo, hi in zip(windows["y"], windows["lo_95"], windows["hi_95"], strict=True):
+        y, lo, hi = (np.asarray(json.loads(v), dtype=float) for v in (y, lo, hi))
+        inside = (y >= lo) & (y <= hi)
+        for part, idx in zip(hits, np.array_split(np.arange(y.size), 3), strict=True):
+            part.append(inside[idx])
+    names = ("coverage_95_first_third", "coverage_95_middle_third", "coverage_95_last_third")
+    return {name: float(np.mean(np.concatenate(part))) if part else float("nan")
+            for name, part in zip(names, hits, strict=True)}
 
 
 def to_markdown(summary: pd.DataFrame, note: str) -> str:

@@ -61,3 +61,19 @@ def test_table_values_match_independent_recomputation(run):
         rows = windows[windows["candidate"] == s["candidate"]]
         assert s["mase_median"] == pytest.approx(rows["mase_median"].mean())
         assert s["coverage_95"] == pytest.approx(rows["coverage_95"].mean())
+
+
+def test_coverage_by_third_pools_steps_over_windows():
+    # Window 1 (6 steps): misses steps 1 and 6; window 2 (3 steps): misses step 2.
+    frame = pd.DataFrame({
+        "y": [json.dumps([5, 0, 0, 0, 0, 5]), json.dumps([0, 5, 0])],
+        "lo_95": [json.dumps([-1] * 6), json.dumps([-1] * 3)],
+        "hi_95": [json.dumps([1] * 6), json.dumps([1] * 3)],
+    })
+    cov = choose_defaults.coverage_by_third(frame)
+    # thirds: w1 steps (1,2) (3,4) (5,6), w2 steps (1) (2) (3)
+    assert cov["coverage_95_first_third"] == pytest.approx(2 / 3)
+    assert cov["coverage_95_middle_third"] == pytest.approx(2 / 3)
+    assert cov["coverage_95_last_third"] == pytest.approx(2 / 3)
+    frame.loc[1, "y"] = json.dumps([0, 0, 5])
+    assert choose_defaults.coverage_by_third(frame)["coverage_95_middle_third"] == 1.0
