@@ -68,15 +68,10 @@ def robust_cholesky(K, noise_var, mask):
     return jnp.where(ok[..., None, None], L, eye), ok
 
 
-def solve_cholesky(L, b):
-    """(L L^T)^-1 b for a lower Cholesky factor ``L`` (batched)."""
-    return cho_solve(L, b)
-
-
 def _logml_parts(K, noise_var, y, mask):
     L, ok = robust_cholesky(K, noise_var, mask)
     ym = jnp.where(mask, y, 0.0)
-    alpha = solve_cholesky(L, ym[..., None])[..., 0]
+    alpha = cho_solve(L, ym[..., None])[..., 0]
     n = jnp.sum(mask, axis=-1)
     logdet_half = jnp.sum(jnp.log(jnp.einsum("...ii->...i", L)), axis=-1)
     value = -0.5 * jnp.sum(ym * alpha, axis=-1) - logdet_half - 0.5 * n * _LOG_2PI

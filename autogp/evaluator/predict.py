@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from autogp.evaluator.gram import gram
-from autogp.evaluator.likelihood import robust_cholesky, solve_cholesky
-from autogp.evaluator.linalg import solve_triangular
+from autogp.evaluator.likelihood import robust_cholesky
+from autogp.evaluator.linalg import cho_solve, solve_triangular
 
 
 def posterior_predictive(ops, params, noise, x, y, mask, x_new, *, observation_noise=False,
@@ -30,7 +30,7 @@ def posterior_predictive(ops, params, noise, x, y, mask, x_new, *, observation_n
     P, N = K.shape[0], K.shape[-1]
     mask = jnp.broadcast_to(mask, (P, N))
     ym = jnp.where(mask, jnp.broadcast_to(y, (P, N)), 0.0)
-    alpha = solve_cholesky(L, ym[..., None])[..., 0]
+    alpha = cho_solve(L, ym[..., None])[..., 0]
     K_cross = gram(ops, params, x, x_new) * mask[..., :, None]  # [P, N, M]
     mean = jnp.einsum("pnm,pn->pm", K_cross, alpha)
     v = solve_triangular(L, K_cross, lower=True)
