@@ -53,6 +53,9 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "transform=none": {"data.transform": "none"},
     "transform=log": {"data.transform": "log"},  # series with values <= 0: none
     "BM=6": {"grammar.weights.BM": 6.0},
+    # Integrated Brownian motion (a trend whose slope wanders; forecast variance ~ h^3).
+    "IBM=6": {"grammar.weights.IBM": 6.0},
+    "IBM=3": {"grammar.weights.IBM": 3.0},
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
     # The same compute as the defaults' 16 particles, as two independent runs pooled by evidence.

@@ -16,6 +16,7 @@ from autogp.kernels import (
     Brownian,
     ChangePoint,
     Const,
+    IntegratedBrownian,
     Kernel,
     Linear,
     Matern12,
@@ -64,6 +65,11 @@ def gram_numpy(expr: Kernel, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
     if isinstance(expr, Brownian):
         # A random walk that starts at `origin`: Cov(W(t), W(t')) = amp * (min(t, t') - origin)+.
         return expr.amp * np.clip(np.minimum(t, s) - expr.origin, 0.0, None)
+    if isinstance(expr, IntegratedBrownian):
+        # Its integral: with s = min - origin, u = max - origin, amp * s^2 (3u - s) / 6 for s > 0.
+        lo = np.clip(np.minimum(t, s) - expr.origin, 0.0, None)
+        hi = np.where(lo > 0, np.maximum(t, s) - expr.origin, 0.0)
+        return expr.amp * lo**2 * (3.0 * hi - lo) / 6.0
     if isinstance(expr, Sum):
         return gram_numpy(expr.left, x1, x2) + gram_numpy(expr.right, x1, x2)
     if isinstance(expr, Product):

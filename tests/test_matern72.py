@@ -39,7 +39,7 @@ def matern_scipy(r: np.ndarray, nu: float, l: float, amp: float) -> np.ndarray:
 
 
 def test_m72_is_an_atom_with_an_appended_opcode():
-    assert M72 == 15 and M72 in spec.ATOMS and spec.NUM_OPS == 16
+    assert M72 == 15 and M72 in spec.ATOMS and spec.NUM_OPS >= 16
     assert spec.PARAM_NAMES[M72] == ("l", "amp") and M72 in spec.STATIONARY
     assert Matern72.opcode == M72
 

@@ -333,6 +333,11 @@ RQ_ROW = AtomRow(
 # --- BM: amp * max(min(t, t') - origin, 0) ------------------------------------------------------
 BM: Final = 11
 
+ORIGIN: Final = Param(
+    "origin", "identity", (-0.1, 0.1), units=(1, 0), time_location=True,
+    doc="BM/IBM start of the random walk in normalised time (identity)",
+)  # fmt: skip
+
 
 def bm_value(theta, t1, t2):
     origin, amp = theta[0], theta[1]
@@ -359,8 +364,7 @@ BM_ROW = AtomRow(
     params=(
         # BM starts a little before the first observation (normalised time 0): its first value
         # then has some variance of its own (amp * -origin) instead of being pinned at zero.
-        Param("origin", "identity", (-0.1, 0.1), units=(1, 0), time_location=True,
-              doc="BM start of the random walk in normalised time (identity)"),
+        ORIGIN,
         AMP.with_units(-1, 2),  # a variance per unit time
     ),
     split=1, value=bm_value, vjp=bm_vjp, stationary=False, role="level",
@@ -401,8 +405,59 @@ M72_ROW = AtomRow(
 )  # fmt: skip
 
 
+# --- IBM: integrated Brownian motion, amp * s^2 (3 u - s) / 6 -----------------------------------
+# s = min(t, t') - origin, u = max(t, t') - origin (0 where s <= 0). The integral of a random
+# walk: a trend whose slope wanders. Its forecasts carry the recent slope on, with a variance that
+# grows like h^3, where BM's keeps the last level (variance ~ h) and LIN's keeps one slope fitted
+# to all the data. On its own with white noise it is the cubic smoothing spline; it is the local
+# linear trend of exponential smoothing (Holt) as a GP.
+IBM: Final = 16
+
+
+def _ibm_elapsed(theta, t1, t2):
+    """``s = min - origin``, ``u = max - origin`` ``[N1, N2]``, and where the walk has begun."""
+    a, b = t1[:, None] - theta[0], t2[None, :] - theta[0]
+    s, u = jnp.minimum(a, b), jnp.maximum(a, b)
+    begun = s > 0
+    s = jnp.where(begun, s, 0.0)
+    return s, jnp.where(begun, u, 0.0), begun
+
+
+def ibm_value(theta, t1, t2):
+    s, u, _ = _ibm_elapsed(theta, t1, t2)
+    return theta[1] * s * s * (3.0 * u - s) / 6.0
+
+
+def ibm_vjp(theta, t1, t2, cot):
+    s, u, begun = _ibm_elapsed(theta, t1, t2)
+    walking = jnp.where(begun, cot, 0.0)
+    # dk/d origin = -(dk/ds + dk/du) = -amp s u; dk/d amp = s^2 (3 u - s) / 6.
+    d = sums(walking * s * u, walking * s * s * (3.0 * u - s))
+    return gradient(-theta[1] * d[0], d[1] / 6.0)
+
+
+IBM_ROW = AtomRow(
+    opcode=IBM, name="IBM", class_name="IntegratedBrownian",
+    title="integrated Brownian motion: a trend whose slope wanders",
+    formula=(
+        "Integrated Brownian motion (an integrated random walk) from ``origin``: with\n"
+        "s = min(t, t') - origin and u = max(t, t') - origin,\n"
+        "k(t, t') = amp * s^2 * (3 u - s) / 6 where s > 0, else 0.\n\n"
+        "Non-stationary: its forecasts carry the recent slope on, with uncertainty growing like\n"
+        "h^3 in the horizon h; with white noise it is the cubic smoothing spline, and the local\n"
+        "linear trend (Holt's method) of exponential smoothing."
+    ),
+    params=(
+        ORIGIN,
+        AMP.with_units(-3, 2),  # the slope's variance per unit time: value^2 / time^3
+    ),
+    split=1, value=ibm_value, vjp=ibm_vjp, stationary=False, role="level",
+    reading=lambda p, words: "trend with a wandering slope",
+)  # fmt: skip
+
+
 #: Every atom, in opcode order.
 ROWS: Final = (
     CONST_ROW, LIN_ROW, SE_ROW, GE_ROW, PER_ROW, WN_ROW, M12_ROW, M32_ROW, M52_ROW, RQ_ROW, BM_ROW,
-    M72_ROW,
+    M72_ROW, IBM_ROW,
 )  # fmt: skip
