@@ -33,7 +33,10 @@ outside the Cholesky factorisation (value) and outside Cholesky + inverse (gradi
 a batched Cholesky of the same K + noise I plus the inverse (K + noise I)^-1 that the exact
 gradient needs, timed side by side in the same run; at N = 144 and 512 in every run (with
 ``--quick`` the 512 row comes from a one-N scaling table). ``over_dense_floor_regular_grid``: the
-same for (a'), the path fits take on evenly spaced data.
+same for (a'), the path fits take on evenly spaced data. ``over_looped_floor``: (a) over the
+floor computed one matrix at a time (``autogp.evaluator.linalg``, the evaluator's own way on CPU,
+where jaxlib's batched LAPACK kernels can deadlock): how much of the gap is the evaluator's
+work rather than the loop.
 
 Timings are medians over repetitions; the designs are interleaved within each repetition (and
 their order rotated) so that background load hits all of them alike. Repetition counts adapt to
@@ -89,7 +92,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.scipy.linalg import solve_triangular  # noqa: E402
 
-from autogp.evaluator import gram, leaves, log_marginal_likelihood  # noqa: E402
+from autogp.evaluator import gram, leaves, linalg, log_marginal_likelihood  # noqa: E402
 from autogp.evaluator.likelihood import BASE_JITTER  # noqa: E402
 from autogp.inference.grammar import Grammar, sample_prior  # noqa: E402
 from autogp.kernels import spec  # noqa: E402
@@ -497,6 +500,15 @@ def _chol_inv(K, noise_u):
     return jnp.swapaxes(W, -1, -2) @ W
 
 
+def _chol_inv_looped(K, noise_u):
+    """The same with the evaluator's own factorisation (``autogp.evaluator.linalg``: one LAPACK
+    call per matrix on CPU, where jaxlib's batched kernels can deadlock a small thread pool)."""
+    L = linalg.cholesky(_batched_cov(K, noise_u))
+    eye = jnp.eye(K.shape[-1], dtype=K.dtype)
+    W = linalg.solve_triangular(L, eye, lower=True)
+    return jnp.swapaxes(W, -1, -2) @ W
+
+
 @dataclasses.dataclass
 class Naive:
     """Design (b) compiled ahead of time for one workload's shapes."""
@@ -517,6 +529,7 @@ class Bench:
         self.b_value, self.b_grad = make_naive()
         self.chol = jax.jit(_chol)
         self.chol_inv = jax.jit(_chol_inv)
+        self.chol_inv_looped = jax.jit(_chol_inv_looped)
         self.gram = jax.jit(gram)
         self.gram_vjp = jax.jit(
             jax.grad(lambda params, ops, x, cot: jnp.sum(gram(ops, params, x) * cot))
@@ -731,6 +744,7 @@ class Bench:
             "grad_over_value": ratio("a_grad", "a_value"),
             "over_dense_floor": ratio("a_grad", "chol_inv"),
             "over_dense_floor_regular_grid": ratio("g_grad", "chol_inv"),
+            "over_looped_floor": ratio("a_grad", "chol_inv_looped"),
             "speedup_vs_naive": {
                 "value": ratio("b_value", "a_value"),
                 "value_and_grad": ratio("b_grad", "a_grad"),
@@ -763,7 +777,8 @@ class Bench:
     def floor_items(self, K, noise_j, min_reps) -> list[Item]:
         """The dense floor on covariance matrices K: the batched Cholesky of K + noise I alone
         ("chol") and with the inverse that the exact gradient needs ("chol_inv")."""
-        specs = [("chol", self.chol, (K, noise_j)), ("chol_inv", self.chol_inv, (K, noise_j))]
+        specs = [("chol", self.chol, (K, noise_j)), ("chol_inv", self.chol_inv, (K, noise_j)),
+                 ("chol_inv_looped", self.chol_inv_looped, (K, noise_j))]
         return self.aot_items(specs, min_reps)
 
     @staticmethod
@@ -798,7 +813,8 @@ class Bench:
 
     @staticmethod
     def row_from_comparison(res: dict) -> dict:
-        keys = ("a_value", "a_grad", "g_grad", "chol", "chol_inv", "gram", "gram_vjp")
+        keys = ("a_value", "a_grad", "g_grad", "chol", "chol_inv", "chol_inv_looped", "gram",
+                "gram_vjp")
         return {
             "n": res["n"],
             "median_s": {k: res["median_s"][k] for k in keys if k in res["median_s"]},
@@ -807,6 +823,7 @@ class Bench:
             "grad_over_value": res["grad_over_value"],
             "over_dense_floor": res["over_dense_floor"],
             "over_dense_floor_regular_grid": res["over_dense_floor_regular_grid"],
+            "over_looped_floor": res["over_looped_floor"],
             "outside_cholesky": res["outside_cholesky"],
             "from_comparison": True,
         }
@@ -852,6 +869,7 @@ class Bench:
             "grad_over_value": med["a_grad"] / med["a_value"],
             "over_dense_floor": med["a_grad"] / med["chol_inv"],
             "over_dense_floor_regular_grid": med["g_grad"] / med["chol_inv"],
+            "over_looped_floor": med["a_grad"] / med["chol_inv_looped"],
             "outside_cholesky": {
                 "value": 1.0 - med["chol"] / med["a_value"],
                 "value_and_grad": 1.0 - med["chol_inv"] / med["a_grad"],
@@ -976,6 +994,7 @@ def print_comparison(res: dict, name: str) -> None:
         ["(a) value+grad / value", fmt_x(res["grad_over_value"]), ""],
         ["(a) / dense floor (Chol + inv)", "", fmt_x(res["over_dense_floor"])],
         ["(a') / dense floor (Chol + inv)", "", fmt_x(res["over_dense_floor_regular_grid"])],
+        ["(a) / looped floor (per-matrix Chol + inv)", "", fmt_x(res["over_looped_floor"])],
         ["speedup vs naive: (b) / (a)", fmt_x(sv["value"]), fmt_x(sv["value_and_grad"])],
         ["(a) / specialised sum (c)", fmt_x(so["value"]), fmt_x(so["value_and_grad"])],
     ]
@@ -1008,6 +1027,7 @@ def print_scaling(rows: list[dict], particles: int) -> None:
         "vg/v",
         "vg/floor",
         "(a') vg/floor",
+        "vg/looped",
         "Cholesky",
         "Chol+inv",
         "out-chol v",
@@ -1029,6 +1049,7 @@ def print_scaling(rows: list[dict], particles: int) -> None:
                 f"{r['grad_over_value']:.2f}",
                 f"{r['over_dense_floor']:.2f}",
                 fmt_x(r["over_dense_floor_regular_grid"]),
+                fmt_x(r["over_looped_floor"]),
                 fmt_s(m["chol"]),
                 fmt_s(m["chol_inv"]),
                 fmt_pct(oc["value"]),
@@ -1043,6 +1064,7 @@ def print_scaling(rows: list[dict], particles: int) -> None:
     print(table(header, body))
     print("  vg/floor = value+grad / (Cholesky + inverse), the dense floor on the same matrices;")
     print("  (a') vg/floor: the same for the regular-grid path (the fits' path on even spacing)")
+    print("  vg/looped: over the same floor computed one matrix at a time, as the evaluator does")
     print(
         "  out-chol v = 1 - Cholesky / value; out-chol vg = 1 - (Cholesky + inverse) / (value+grad)"
     )
@@ -1199,6 +1221,7 @@ def main(argv=None) -> dict:
     floor_grid = {
         res["n"]: res["over_dense_floor_regular_grid"] for res in report["workloads"].values()
     }
+    floor_looped = {res["n"]: res["over_looped_floor"] for res in report["workloads"].values()}
     report["compile_s_evaluator"] = {
         "value": main_res["compile_s"]["a_value"],
         "value_and_grad": main_res["compile_s"]["a_grad"],
@@ -1216,15 +1239,19 @@ def main(argv=None) -> dict:
         print_scaling(rows, args.particles)
         floor.update({r["n"]: r["over_dense_floor"] for r in rows})
         floor_grid.update({r["n"]: r["over_dense_floor_regular_grid"] for r in rows})
+        floor_looped.update({r["n"]: r["over_looped_floor"] for r in rows})
     report["over_dense_floor"] = {str(n): floor[n] for n in sorted(floor)}
     report["over_dense_floor_regular_grid"] = {
         str(n): floor_grid[n] for n in sorted(floor_grid) if floor_grid[n] is not None
     }
+    report["over_looped_floor"] = {str(n): floor_looped[n] for n in sorted(floor_looped)}
     print(
         "\nover_dense_floor, value+grad / (batched Cholesky + inverse) on the same K: (a) "
         + ", ".join(f"N={n} {floor[n]:.2f}x" for n in sorted(floor))
         + "; (a') regular grid "
         + ", ".join(f"N={n} {fmt_x(floor_grid[n])}" for n in sorted(floor_grid))
+        + "; (a) over the per-matrix floor "
+        + ", ".join(f"N={n} {fmt_x(floor_looped[n])}" for n in sorted(floor_looped))
     )
 
     report["total_s"] = time.perf_counter() - t_start

@@ -141,6 +141,8 @@ def check_bench_evaluator(tmp: Path, output: str, _facts) -> None:
     assert report["config"]["tiny"] is True
     floor = report["over_dense_floor"]
     assert list(floor) == ["24"] and _finite_positive(floor["24"])
+    assert list(report["over_looped_floor"]) == ["24"]
+    assert _finite_positive(report["over_looped_floor"]["24"])
     assert _finite_positive(report["grad_over_value"])
     for ratios in (report["speedup_vs_naive"], report["over_specialized"]):
         assert all(_finite_positive(r) for r in ratios.values()), ratios
