@@ -58,6 +58,7 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "IBM=3": {"grammar.weights.IBM": 3.0},
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
+    "particles=32": {"smc.num_particles": 32},
     # The same compute as the defaults' 16 particles, as two independent runs pooled by evidence.
     "restarts=2": {"smc.restarts": 2, "smc.num_particles": 8},
     # A quarter of the defaults' compute (8 particles, 8 rounds, 30 optimiser steps; 15 structure
