@@ -26,8 +26,8 @@ import numpy as np
 
 from autogp.evaluator import is_regular_grid, log_marginal_likelihood
 from autogp.evaluator.sparse import sparse_log_marginal_likelihood
+from autogp.inference import exported, moves, periods, refine, resampling
 from autogp.inference import grammar as gr
-from autogp.inference import moves, periods, refine, resampling
 from autogp.inference.settings import RefineSettings, SMCSettings
 
 Array = jax.Array
@@ -232,6 +232,26 @@ def _hmc(settings: RefineSettings, log_posterior, ops, params, noise, *, key: Ar
 
 
 _compiled_round = jax.jit(smc_round, static_argnums=(0, 1), static_argnames=("num_inducing",))
+_DIAGNOSTICS = {"ess": 0, "resampled": 0, "acceptance": 0}  # smc_round's second result's keys
+
+
+def _smc_round_on_key_data(grammar, settings, num_inducing, state, data, count, key_data):
+    return smc_round(grammar, settings, state, data, count,
+                     key=jax.random.wrap_key_data(key_data), num_inducing=num_inducing)
+
+
+def _run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data,
+               count: Array, *, key: Array, num_inducing: int = 0):
+    """One compiled round: through a program kept on disk where JAX's persistent cache is on (a
+    fresh process then skips tracing, ``autogp.inference.exported``), else the jitted round."""
+    where = exported.directory()
+    if where is None:
+        return _compiled_round(grammar, settings, state, data, count, key=key,
+                               num_inducing=num_inducing)
+    out_treedef = jax.tree_util.tree_structure((state, _DIAGNOSTICS))
+    return exported.call(where, "smc_round", _smc_round_on_key_data,
+                         (grammar, settings, num_inducing),
+                         (state, data, count, jax.random.key_data(key)), out_treedef)
 
 
 def draw_parameters(
@@ -451,8 +471,8 @@ def run_rounds(
     sizes = "full" if settings.shuffle else settings.round_sizes
     for r, k in enumerate(jax.random.split(key, len(counts))):
         size = round_size(int(counts[r].max()), padded, sizes)
-        state, diag = _compiled_round(grammar, settings, state, data_prefix(data, size),
-                                      jnp.asarray(counts[r]), key=k, num_inducing=num_inducing)
+        state, diag = _run_round(grammar, settings, state, data_prefix(data, size),
+                                 jnp.asarray(counts[r]), key=k, num_inducing=num_inducing)
         if debug:
             check_finite(state)
         for name, value in diag.items():

@@ -1,0 +1,115 @@
+"""Traced programs kept on disk, so that a fresh process skips tracing and lowering.
+
+JAX's persistent compilation cache keeps compiled executables, but a new process must still
+trace the Python function and lower it to StableHLO before it can look the executable up. For
+the SMC round that is most of a warm start: on the AutoGP.jl tutorial configuration, tracing
+and lowering took more time than running the fit (``scripts/bench_smc.py``). ``jax.export``
+serialises the lowered program; a later process deserialises it and calls it, skipping both
+steps, and the compile step then hits the persistent cache as before.
+
+Active only where JAX's persistent compilation cache is on (the command line and Dask workers
+turn it on; ``AUTOGP_CACHE_DIR=off`` turns it off): the programs live beside the executables, in
+``<cache dir>/autogp-exported``. A program's file name is a hash of everything it depends on: the
+static arguments (pickled), the arguments' tree structure, shapes and dtypes, the platform, the
+versions of jax and jaxlib, and autogp's own source, so an edited or upgraded package never
+reuses a stale program. Anything that goes wrong on disk falls back to the ordinary ``jax.jit``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jaxlib
+
+_SUBDIR = "autogp-exported"
+#: Programs loaded (or exported) by this process, by file name.
+_loaded: dict[str, Callable] = {}
+
+
+def directory() -> Path | None:
+    """Where exported programs are kept: inside JAX's persistent compilation cache, or None
+    when that cache is off."""
+    where = jax.config.jax_compilation_cache_dir
+    return Path(where) / _SUBDIR if where else None
+
+
+@functools.cache
+def _source_hash() -> str:
+    """sha256 of autogp's Python source: any edit gives every program a new key."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def program_key(name: str, static: tuple, args: tuple) -> str:
+    """The file name of ``name``'s program for these static arguments and argument avals."""
+    leaves, treedef = jax.tree_util.tree_flatten(args)
+    avals = [(tuple(a.shape), str(a.dtype)) for a in leaves]
+    digest = hashlib.sha256()
+    for part in (name, jax.__version__, jaxlib.__version__, jax.default_backend(),
+                 jax.config.jax_enable_x64, _source_hash(), str(treedef), repr(avals)):
+        digest.update(repr(part).encode())
+        digest.update(b"\0")
+    digest.update(pickle.dumps(static, protocol=4))
+    return f"{name}-{digest.hexdigest()[:32]}"
+
+
+def call(where: Path, name: str, fn: Callable, static: tuple, args: tuple,
+         out_treedef: Any) -> Any:
+    """``fn(*static, *args)`` through a program exported to ``where`` (or loaded from it).
+
+    ``static`` are picklable settings baked into the program; ``args`` a tuple of pytrees of
+    arrays (no PRNG key arrays: pass their ``jax.random.key_data``); ``out_treedef`` the
+    structure of ``fn``'s result, which the caller knows without tracing.
+    """
+    key = program_key(name, static, args)
+    program = _loaded.get(key)
+    if program is None:
+        program = _load_or_export(where / f"{key}.bin", fn, static, args)
+        _loaded[key] = program
+    leaves = program(*jax.tree_util.tree_leaves(args))
+    return jax.tree_util.tree_unflatten(out_treedef, leaves)
+
+
+def _load_or_export(path: Path, fn: Callable, static: tuple, args: tuple) -> Callable:
+    from jax import export
+
+    try:
+        exported = export.deserialize(bytearray(path.read_bytes()))
+    except Exception:  # missing, unreadable or corrupt: export it afresh
+        treedef = jax.tree_util.tree_structure(args)
+
+        def flat(*leaves):
+            return jax.tree_util.tree_leaves(fn(*static, *jax.tree_util.tree_unflatten(treedef,
+                                                                                       leaves)))
+
+        exported = export.export(jax.jit(flat))(*jax.tree_util.tree_leaves(args))
+        _write_atomically(path, exported)
+    return jax.jit(exported.call)
+
+
+def _write_atomically(path: Path, exported: Any) -> None:
+    """Write to a temporary file and rename, so a concurrent reader never sees half a file."""
+    try:
+        blob = exported.serialize()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    except (OSError, ImportError):
+        pass  # read-only cache or no flatbuffers: this process still uses the exported program
+
+
+__all__ = ["call", "directory", "program_key"]

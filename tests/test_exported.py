@@ -1,0 +1,123 @@
+"""SMC rounds kept on disk (``autogp.inference.exported``): a run through exported programs gives
+bit for bit the jitted run's result; a later run loads them without tracing the round; keys
+change with everything a program depends on; a corrupt file is exported afresh."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autogp.config import engine_settings, load_config
+from autogp.inference import exported, rounds
+
+
+def _problem(n=(40, 27), particles=3):
+    cfg = load_config({"grammar": {"max_depth": 2},
+                       "smc": {"num_particles": particles, "num_rounds": 3,
+                               "structure_moves": 2}, "refine": {"steps": 3}})
+    grammar, settings = engine_settings(cfg)
+    rng = np.random.default_rng(3)
+    xs = [np.sort(rng.uniform(0, 1, k)) for k in n]
+    ys = [np.sin(8 * x) + 0.3 * x + 0.1 * rng.normal(size=x.size) for x in xs]
+    data = rounds.make_data(xs, ys)
+    state = rounds.init_state(grammar, len(n), particles, key=jax.random.key(2))
+    counts = np.array([[10, 9], [25, 18], [40, 27]], dtype=np.int32)
+    return grammar, settings, data, state, counts
+
+
+def _run(problem):
+    grammar, settings, data, state, counts = problem
+    final, history = rounds.run_rounds(grammar, settings, state, data, counts,
+                                       key=jax.random.key(9))
+    return final, history
+
+
+def _assert_same(a, b):
+    for name, x, y in zip(rounds.SMCState._fields, a, b, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y), err_msg=name)
+
+
+@pytest.fixture
+def on_disk(tmp_path, monkeypatch):
+    """Exported programs in a fresh folder, and no programs loaded by this process."""
+    monkeypatch.setattr(exported, "directory", lambda: tmp_path)
+    monkeypatch.setattr(exported, "_loaded", {})
+    return tmp_path
+
+
+def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monkeypatch):
+    problem = _problem()
+    on_disk_state, on_disk_history = _run(problem)
+    files = sorted(p.name for p in on_disk.glob("smc_round-*.bin"))
+    # One program per round size (the rounds use prefixes 32 and 64 of the padded 64 points).
+    assert len(files) == len({rounds.round_size(int(c.max()), 64) for c in problem[4]})
+    with monkeypatch.context() as m:
+        m.setattr(exported, "directory", lambda: None)
+        jitted_state, jitted_history = _run(problem)
+    _assert_same(on_disk_state, jitted_state)
+    assert on_disk_history == jitted_history
+
+    # A later process: nothing loaded yet, and tracing the round would fail the test.
+    monkeypatch.setattr(exported, "_loaded", {})
+
+    def no_tracing(*args, **kwargs):
+        raise AssertionError("the round was traced instead of loaded")
+
+    monkeypatch.setattr(rounds, "smc_round", no_tracing)
+    loaded_state, _ = _run(problem)
+    _assert_same(loaded_state, jitted_state)
+    assert sorted(p.name for p in on_disk.glob("smc_round-*.bin")) == files
+
+
+def test_a_corrupt_program_is_exported_afresh(on_disk, monkeypatch):
+    problem = _problem(n=(20,), particles=2)
+    problem = (*problem[:4], np.array([[8], [20]], dtype=np.int32))
+    first, _ = _run(problem)
+    (path,) = on_disk.glob("smc_round-*.bin")
+    path.write_bytes(b"not a program")
+    monkeypatch.setattr(exported, "_loaded", {})
+    again, _ = _run(problem)
+    _assert_same(again, first)
+    assert path.read_bytes() != b"not a program"
+
+
+def test_keys_follow_everything_a_program_depends_on():
+    grammar, settings, data, state, _ = _problem()
+    count = jnp.asarray([10, 9], dtype=jnp.int32)
+    kd = jax.random.key_data(jax.random.key(0))
+
+    def key(grammar=grammar, settings=settings, data=data, state=state, inducing=0):
+        return exported.program_key("smc_round", (grammar, settings, inducing),
+                                    (state, data, count, kd))
+
+    base = key()
+    assert key() == base  # deterministic
+    grammar2, _ = engine_settings(load_config({"grammar": {"max_depth": 2,
+                                                           "weights": {"SE": 1.0}}}))
+    irregular = dataclasses.replace(data, regular_grid=not data.regular_grid)
+    shorter = rounds.data_prefix(data, 32)
+    different = {
+        "settings": key(settings=dataclasses.replace(settings, structure_moves=3)),
+        "grammar": key(grammar=grammar2),
+        "inducing": key(inducing=64),
+        "regular grid": key(data=irregular),
+        "shape": key(data=shorter),
+    }
+    for what, k in different.items():
+        assert k != base, what
+    assert len(set(different.values())) == len(different)
+
+
+def test_beside_the_compilation_cache_and_off_without_it(tmp_path):
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        jax.config.update("jax_compilation_cache_dir", None)
+        assert exported.directory() is None
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+        assert exported.directory() == tmp_path / "autogp-exported"
+    finally:  # nothing is compiled in between, so the cache itself is never opened here
+        jax.config.update("jax_compilation_cache_dir", before)
