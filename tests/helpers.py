@@ -106,3 +106,47 @@ def random_expression(
         op = int(rng.choice(atoms))
         children = ()
     return kernel_class(op).from_parts(children, random_params(rng, op))
+
+
+def assert_atom_vjp_matches_finite_differences(opcode: int, u: np.ndarray, x: np.ndarray,
+                                               cot: np.ndarray, reference) -> None:
+    """An atom's custom VJP (through ``gram`` on a one-atom heap) against central differences of
+    ``reference(u) = sum(cot * K(u))``, an independent numpy formula in the atom's unconstrained
+    parameters ``u``; unused parameter slots get zero gradient."""
+    import jax
+    import jax.numpy as jnp
+
+    from autogp.evaluator import gram
+
+    ops = np.array([[opcode, spec.EMPTY, spec.EMPTY]], np.int32)  # a depth-1 heap, one atom
+    params = np.zeros((1, 3, spec.MAX_PARAMS))
+    params[0, 0, : u.size] = u
+    grad = jax.grad(lambda p: jnp.sum(cot * gram(ops, p, x)[0]))(jnp.asarray(params))[0, 0]
+    h = 1e-6
+    for k in range(u.size):
+        step = np.eye(u.size)[k] * h
+        fd = (reference(u + step) - reference(u - step)) / (2 * h)
+        assert_allclose(grad[k], fd, rtol=1e-6, atol=1e-8)
+    assert np.all(np.asarray(grad[u.size:]) == 0.0) and np.all(np.isfinite(np.asarray(grad)))
+
+
+def small_smc_problem(lengths: Sequence[int], particles: int, *, regular: bool,
+                      moves: int = 1, steps: int = 2):
+    """``(grammar, settings, data, state)`` of a small SMC run on noisy sines (depth-2 grammar,
+    4 rounds), on evenly spaced or on random time points."""
+    import jax
+
+    from autogp.config import engine_settings, load_config
+    from autogp.inference import rounds
+
+    cfg = load_config({"grammar": {"max_depth": 2},
+                       "smc": {"num_particles": particles, "num_rounds": 4,
+                               "structure_moves": moves}, "refine": {"steps": steps}})
+    grammar, settings = engine_settings(cfg)
+    rng = np.random.default_rng(0 if regular else 3)
+    xs = [np.linspace(0, 1, k) if regular else np.sort(rng.uniform(0, 1, k)) for k in lengths]
+    ys = [np.sin(9 * x) + 0.5 * x + 0.1 * rng.normal(size=x.size) for x in xs]
+    data = rounds.make_data(xs, ys)
+    state = rounds.init_state(grammar, len(lengths), particles,
+                              key=jax.random.key(1 if regular else 2))
+    return grammar, settings, data, state

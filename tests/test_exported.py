@@ -13,18 +13,12 @@ import pytest
 
 from autogp.config import engine_settings, load_config
 from autogp.inference import exported, rounds
+from tests.helpers import small_smc_problem
 
 
 def _problem(n=(40, 27), particles=3):
-    cfg = load_config({"grammar": {"max_depth": 2},
-                       "smc": {"num_particles": particles, "num_rounds": 3,
-                               "structure_moves": 2}, "refine": {"steps": 3}})
-    grammar, settings = engine_settings(cfg)
-    rng = np.random.default_rng(3)
-    xs = [np.sort(rng.uniform(0, 1, k)) for k in n]
-    ys = [np.sin(8 * x) + 0.3 * x + 0.1 * rng.normal(size=x.size) for x in xs]
-    data = rounds.make_data(xs, ys)
-    state = rounds.init_state(grammar, len(n), particles, key=jax.random.key(2))
+    grammar, settings, data, state = small_smc_problem(n, particles, regular=False, moves=2,
+                                                       steps=3)
     counts = np.array([[10, 9], [25, 18], [40, 27]], dtype=np.int32)
     return grammar, settings, data, state, counts
 

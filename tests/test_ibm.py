@@ -21,7 +21,7 @@ from autogp.evaluator.likelihood import BASE_JITTER
 from autogp.forecast import explain
 from autogp.inference import grammar as gr
 from autogp.kernels import IntegratedBrownian, pack, parse, spec, structure, to_text, unpack
-from tests.helpers import assert_allclose
+from tests.helpers import assert_allclose, assert_atom_vjp_matches_finite_differences
 from tests.reference_numpy import gram_numpy
 
 IBM = spec.OPCODE_OF_NAME["IBM"]
@@ -74,17 +74,11 @@ def test_custom_vjp_matches_finite_differences_of_the_numpy_formula():
         expr = IntegratedBrownian(origin=u[0], amp=math.exp(u[1]))
         return float(np.sum(cot * gram_numpy(expr, X, X)))
 
-    ops = np.array([[IBM, spec.EMPTY, spec.EMPTY]], np.int32)  # a depth-1 heap with one atom
+    assert_atom_vjp_matches_finite_differences(IBM, u, X, cot, reference)
+    ops = np.array([[IBM, spec.EMPTY, spec.EMPTY]], np.int32)
     params = np.zeros((1, 3, spec.MAX_PARAMS))
     params[0, 0, :2] = u
     params = jnp.asarray(params)
-    grad = jax.grad(lambda p: jnp.sum(cot * gram(ops, p, X)[0]))(params)[0, 0]
-    h = 1e-6
-    for k in range(2):
-        step = np.eye(2)[k] * h
-        fd = (reference(u + step) - reference(u - step)) / (2 * h)
-        assert_allclose(grad[k], fd, rtol=1e-6, atol=1e-8)
-    assert grad[2] == 0.0 and np.all(np.isfinite(np.asarray(grad)))
     # An origin inside the data: the kink at s = 0 gives finite gradients.
     params_inside = params.at[0, 0, 0].set(X[5])
     inside = jax.grad(lambda p: jnp.sum(cot * gram(ops, p, X)[0]))(params_inside)

@@ -14,6 +14,7 @@ import pytest
 
 from autogp.config import engine_settings, load_config
 from autogp.inference import rounds, smc
+from tests.helpers import small_smc_problem
 
 
 @pytest.mark.parametrize("padded", [32, 64, 96, 128, 160, 512, 1024])
@@ -41,16 +42,7 @@ def test_sizes_of_common_lengths_are_shared():
 
 
 def _setup(n=(75, 90), particles=4):
-    cfg = load_config({"grammar": {"max_depth": 2},
-                       "smc": {"num_particles": particles, "num_rounds": 4,
-                               "structure_moves": 1}, "refine": {"steps": 2}})
-    grammar, settings = engine_settings(cfg)
-    rng = np.random.default_rng(0)
-    xs = [np.linspace(0, 1, k) for k in n]
-    ys = [np.sin(9 * x) + 0.5 * x + 0.1 * rng.normal(size=x.size) for x in xs]
-    data = rounds.make_data(xs, ys)
-    state = rounds.init_state(grammar, len(n), particles, key=jax.random.key(1))
-    return grammar, settings, data, state
+    return small_smc_problem(n, particles, regular=True)
 
 
 @pytest.mark.parametrize("count", [[10, 20], [40, 17], [60, 64]])
