@@ -3,7 +3,8 @@
 JAX's persistent compilation cache keeps compiled executables, but a new process must still
 trace the Python function and lower it to StableHLO before it can look the executable up. For
 the SMC round that is most of a warm start: on the AutoGP.jl tutorial configuration, tracing
-and lowering took more time than running the fit (``scripts/bench_smc.py``). ``jax.export``
+and lowering took more time than running the fit (JAX's duration events; the A/B is in
+``benchmarks/smc/README.md``). ``jax.export``
 serialises the lowered program; a later process deserialises it and calls it, skipping both
 steps, and the compile step then hits the persistent cache as before.
 
@@ -12,7 +13,8 @@ turn it on; ``AUTOGP_CACHE_DIR=off`` turns it off): the programs live beside the
 ``<cache dir>/autogp-exported``. A program's file name is a hash of everything it depends on: the
 static arguments (pickled), the arguments' tree structure, shapes and dtypes, the platform, the
 versions of jax and jaxlib, and autogp's own source, so an edited or upgraded package never
-reuses a stale program. Anything that goes wrong on disk falls back to the ordinary ``jax.jit``.
+reuses a stale program. A missing, unreadable or corrupt file is exported afresh; where the
+file cannot be written, this process still runs the exported program from memory.
 """
 
 from __future__ import annotations
