@@ -47,6 +47,7 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
     problem = _problem()
     on_disk_state, on_disk_history = _run(problem)
     files = sorted(p.name for p in on_disk.glob("smc_round-*.bin"))
+    assert rounds.compilation_counts()["round"] >= len(files) == exported.programs("smc_round")
     # One program per round size (the rounds use prefixes 32 and 64 of the padded 64 points).
     assert len(files) == len({rounds.round_size(int(c.max()), 64) for c in problem[4]})
     with monkeypatch.context() as m:
@@ -106,7 +107,8 @@ def test_keys_follow_everything_a_program_depends_on():
     assert len(set(different.values())) == len(different)
 
 
-def test_beside_the_compilation_cache_and_off_without_it(tmp_path):
+def test_beside_the_compilation_cache_and_off_without_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "1")
     before = jax.config.jax_compilation_cache_dir
     try:
         jax.config.update("jax_compilation_cache_dir", None)

@@ -32,8 +32,12 @@ def _predict_all(ops, params, noise, x, y, mask, x_new):
 
 def _problem(seed):
     rng = np.random.default_rng(seed)
-    exprs = [random_expression(rng, 3) for _ in range(P)]
-    ops, params = pack(exprs, 3)
+    every = set(spec.ATOMS) | set(spec.OPERATORS)
+    while True:  # draw until the batch uses every atom and operator (the test checks all)
+        exprs = [random_expression(rng, 3) for _ in range(P)]
+        ops, params = pack(exprs, 3)
+        if every <= set(np.unique(ops).tolist()):
+            break
     x = rng.uniform(0.0, 1.0, N)
     x[[3, 4]] = x[2]  # repeated training points
     # Test points: inside, beyond the data, and two exactly at training points (white noise).

@@ -297,9 +297,11 @@ def run_draws(
 
 
 def compilation_counts() -> dict[str, int]:
-    """Programs held by the jitted round and posterior-draw functions (their own caches): a fit
-    that reuses the compiled round leaves the counts unchanged."""
-    return {"round": _compiled_round._cache_size(), "draws": _compiled_draws._cache_size()}
+    """Programs held by the jitted round and posterior-draw functions (their own caches), the
+    rounds run through exported programs included: a fit that reuses the compiled round leaves
+    the counts unchanged."""
+    return {"round": _compiled_round._cache_size() + exported.programs("smc_round"),
+            "draws": _compiled_draws._cache_size()}
 
 
 def check_finite(state: SMCState) -> None:
