@@ -10,11 +10,12 @@ steps, and the compile step then hits the persistent cache as before.
 
 Opt-in (``AUTOGP_EXPORTED_ROUNDS=1``), and active only where JAX's persistent compilation cache is
 on (the command line and Dask workers turn it on; ``AUTOGP_CACHE_DIR=off`` turns it off): the
-programs live beside the executables, in ``<cache dir>/autogp-exported``. A program's file name
-is a hash of everything it depends on: the static arguments (pickled), the arguments' tree
-structure, shapes and dtypes, the platform, the versions of jax and jaxlib, and autogp's own source, so an edited or upgraded package never
-reuses a stale program. A missing, unreadable or corrupt file is exported afresh; where the
-file cannot be written, this process still runs the exported program from memory.
+programs live beside the executables, in ``<cache dir>/autogp-exported``. A program's file name is
+a hash of everything it depends on: the static arguments (pickled), the arguments' tree structure,
+shapes and dtypes, the platform, the versions of jax and jaxlib, and autogp's own source, so an
+edited or upgraded package never reuses a stale program. A missing, unreadable or corrupt file is
+exported afresh; where the file cannot be written, this process still runs the exported program
+from memory.
 """
 
 from __future__ import annotations
