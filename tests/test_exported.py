@@ -107,13 +107,35 @@ def test_keys_follow_everything_a_program_depends_on():
     assert len(set(different.values())) == len(different)
 
 
+def test_equal_settings_give_one_key_however_their_parts_are_shared_or_cached():
+    """Regression: a second fit in one process exported a second program, because plain pickle
+    differs between equal settings (shared parts, lazily cached grammar tables)."""
+    grammar, settings, data, state, _ = _problem()
+    count = jnp.asarray([10, 9], dtype=jnp.int32)
+    kd = jax.random.key_data(jax.random.key(0))
+    copied = dataclasses.replace(grammar)  # equal, and its cached tables are not computed yet
+    _ = grammar.node_log_prob_table, grammar.path_log_prob_table
+    assert "node_log_prob_table" in vars(grammar) and "node_log_prob_table" not in vars(copied)
+    shared = dataclasses.replace(settings, refine=settings.refine)
+    separate = dataclasses.replace(settings, refine=dataclasses.replace(settings.refine))
+    assert copied == grammar and shared == separate
+
+    def key(grammar, settings):
+        return exported.program_key("smc_round", (grammar, settings, 0), (state, data, count, kd))
+
+    assert key(grammar, shared) == key(copied, separate)
+    assert key(grammar, shared) != key(grammar, dataclasses.replace(settings, structure_moves=3))
+
+
 def test_beside_the_compilation_cache_and_off_without_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "1")
+    monkeypatch.delenv("AUTOGP_EXPORTED_ROUNDS", raising=False)
     before = jax.config.jax_compilation_cache_dir
     try:
         jax.config.update("jax_compilation_cache_dir", None)
         assert exported.directory() is None
         jax.config.update("jax_compilation_cache_dir", str(tmp_path))
         assert exported.directory() == tmp_path / "autogp-exported"
+        monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")  # the opt-out
+        assert exported.directory() is None
     finally:  # nothing is compiled in between, so the cache itself is never opened here
         jax.config.update("jax_compilation_cache_dir", before)

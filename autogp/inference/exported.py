@@ -8,8 +8,8 @@ and lowering took more time than running the fit (JAX's duration events; the A/B
 serialises the lowered program; a later process deserialises it and calls it, skipping both
 steps, and the compile step then hits the persistent cache as before.
 
-Opt-in (``AUTOGP_EXPORTED_ROUNDS=1``), and active only where JAX's persistent compilation cache is
-on (the command line and Dask workers turn it on; ``AUTOGP_CACHE_DIR=off`` turns it off): the
+Active where JAX's persistent compilation cache is on (the command line and Dask workers turn
+it on; ``AUTOGP_CACHE_DIR=off`` turns it off) unless ``AUTOGP_EXPORTED_ROUNDS=0``: the
 programs live beside the executables, in ``<cache dir>/autogp-exported``. A program's file name is
 a hash of everything it depends on: the static arguments (pickled), the arguments' tree structure,
 shapes and dtypes, the platform, the versions of jax and jaxlib, and autogp's own source, so an
@@ -20,8 +20,10 @@ from memory.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
+import io
 import os
 import pickle
 import tempfile
@@ -39,11 +41,9 @@ _loaded: dict[str, Callable] = {}
 
 def directory() -> Path | None:
     """Where exported programs are kept: inside JAX's persistent compilation cache, or None
-    when that cache is off or ``AUTOGP_EXPORTED_ROUNDS`` is not ``1`` (opt-in for now: a
-    second fit in one process counted two round programs where the jitted path counts one,
-    not yet explained)."""
+    when that cache is off or ``AUTOGP_EXPORTED_ROUNDS=0`` turns exported rounds off."""
     where = jax.config.jax_compilation_cache_dir
-    if not where or os.environ.get("AUTOGP_EXPORTED_ROUNDS") != "1":
+    if not where or os.environ.get("AUTOGP_EXPORTED_ROUNDS") == "0":
         return None
     return Path(where) / _SUBDIR
 
@@ -68,8 +68,35 @@ def program_key(name: str, static: tuple, args: tuple) -> str:
                  jax.config.jax_enable_x64, _source_hash(), str(treedef), repr(avals)):
         digest.update(repr(part).encode())
         digest.update(b"\0")
-    digest.update(pickle.dumps(static, protocol=4))
+    digest.update(_pickled_without_memo(static))
     return f"{name}-{digest.hexdigest()[:32]}"
+
+
+def _pickled_without_memo(obj: Any) -> bytes:
+    """Pickle the fields that equality compares, with the memo off, so equal settings always
+    give the same bytes. Plain ``pickle.dumps`` differs between equal objects in two ways: it
+    writes a back-reference where a part is shared (one fit) but not where it is a separate
+    copy (the next fit), and it includes values a ``functools.cached_property`` has stored in
+    the instance (the grammar's probability tables, present once a fit has used them)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, protocol=4)
+    pickler.fast = True  # settings hold no cycles, the only thing the memo is needed for
+    pickler.dump(_compared_fields(obj))
+    return buffer.getvalue()
+
+
+def _compared_fields(obj: Any) -> Any:
+    """``obj`` with every dataclass replaced by its class name and the fields its ``==``
+    compares, recursively (so lazily cached attributes never reach the key)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (type(obj).__module__, type(obj).__qualname__,
+                tuple((f.name, _compared_fields(getattr(obj, f.name)))
+                      for f in dataclasses.fields(obj) if f.compare))
+    if isinstance(obj, tuple | list):
+        return type(obj).__name__, tuple(_compared_fields(v) for v in obj)
+    if isinstance(obj, dict):
+        return "dict", tuple(sorted((repr(k), _compared_fields(v)) for k, v in obj.items()))
+    return obj
 
 
 def call(where: Path, name: str, fn: Callable, static: tuple, args: tuple,
