@@ -59,6 +59,9 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
     "particles=32": {"smc.num_particles": 32},
+    # A power posterior (SafeBayes learning rate): flatter weights over structures.
+    "power=0.5": {"smc.likelihood_power": 0.5},
+    "power=0.25": {"smc.likelihood_power": 0.25},
     # The same compute as the defaults' 16 particles, as two independent runs pooled by evidence.
     "restarts=2": {"smc.restarts": 2, "smc.num_particles": 8},
     # A quarter of the defaults' compute (8 particles, 8 rounds, 30 optimiser steps; 15 structure

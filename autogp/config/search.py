@@ -142,6 +142,12 @@ class SMCConfig:
         "its points (grow; up to 4 compiled rounds per length), or always on all of it (full)",
         "choice", choices=("grow", "full"),
     )
+    likelihood_power: float = key(
+        _SMC.likelihood_power,
+        "learning rate of a power posterior: weights, structure moves and refinement see "
+        "likelihood_power * log likelihood (1: the Bayesian posterior)", "float",
+        lo=0.0, hi=1.0, lo_open=True,
+    )
     ess_threshold: float = key(
         _SMC.ess_threshold, "resample when ESS < ess_threshold * num_particles", "float",
         lo=0.0, hi=1.0,

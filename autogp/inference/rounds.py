@@ -86,6 +86,14 @@ def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0):
     return fn
 
 
+def tempered(loglik, power: float):
+    """``power * loglik``: the likelihood term of a power posterior (``power == 1``: unchanged,
+    so the default program is the Bayesian one, operation for operation)."""
+    if power == 1.0:
+        return loglik
+    return lambda ops, params, noise: power * loglik(ops, params, noise)
+
+
 def _log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array):
     """``(params, noise) -> (log posterior, log likelihood)`` of particles with structures
     ``ops``: what refinement and posterior draws move the parameters on."""
@@ -126,7 +134,7 @@ def smc_round(
     ``num_inducing``: inducing points of the sparse likelihood (0: exact), see
     :meth:`SMCSettings.num_inducing`."""
     G, P = state.noise.shape
-    loglik = likelihood_fn(data, count, P, num_inducing)
+    loglik = tempered(likelihood_fn(data, count, P, num_inducing), settings.likelihood_power)
 
     # Reweight by the incremental likelihood.
     new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
@@ -271,8 +279,8 @@ def draw_parameters(
         return jnp.repeat(a, draws, axis=1)
 
     ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
-    log_posterior = _log_posterior_fn(grammar, likelihood_fn(
-        data, data.length, P * draws, num_inducing), ops)
+    log_posterior = _log_posterior_fn(grammar, tempered(likelihood_fn(
+        data, data.length, P * draws, num_inducing), settings.likelihood_power), ops)
     drawn = _hmc(settings.refine, log_posterior, ops, params, noise, key=key)
     return state._replace(
         ops=_unflat(ops, G),

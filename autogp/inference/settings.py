@@ -55,6 +55,11 @@ class SMCSettings:
     likelihood: str = "auto"  # or "exact" or "sparse"
     inducing_points: int = 0  # 0: chosen from the series length
     sparse_above: int = 1000
+    # Learning rate eta of a generalised (power) posterior, p(y | T, theta)^eta p(T, theta): the
+    # SMC weights, the structure moves' acceptance and the refinement all see eta * log p(y).
+    # eta < 1 flattens the posterior over structures where the model family is misspecified
+    # (Grunwald's SafeBayes); 1 is the Bayesian posterior.
+    likelihood_power: float = 1.0
     refine: RefineSettings = dataclasses.field(default_factory=RefineSettings)
 
     def num_inducing(self, n: int) -> int:

@@ -31,6 +31,7 @@ from autogp.inference.rounds import (
     make_data,
     run_draws,
     run_rounds,
+    tempered,
 )
 from autogp.inference.settings import SMCSettings
 
@@ -210,7 +211,8 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
         log_evidence=jnp.asarray([result.log_marginal_likelihood]),
     )
     # Current likelihoods on the old data (the state stores them only inside a fit).
-    old = likelihood_fn(data, jnp.asarray([n_old]), len(result.noise), num_inducing)
+    old = tempered(likelihood_fn(data, jnp.asarray([n_old]), len(result.noise), num_inducing),
+                   settings.likelihood_power)
     state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
     state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
                                 num_inducing=num_inducing, callback=callback)
