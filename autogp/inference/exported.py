@@ -28,6 +28,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -110,10 +111,38 @@ def call(where: Path, name: str, fn: Callable, static: tuple, args: tuple,
     key = program_key(name, static, args)
     program = _loaded.get(key)
     if program is None:
-        program = _load_or_export(where / f"{key}.bin", fn, static, args)
-        _loaded[key] = program
+        prepare(where, name, fn, static, [args])
+        program = _loaded[key]
     leaves = program(*jax.tree_util.tree_leaves(args))
     return jax.tree_util.tree_unflatten(out_treedef, leaves)
+
+
+def prepare(where: Path, name: str, fn: Callable, static: tuple, args_list: list[tuple]) -> None:
+    """Load (or export) and compile ``name``'s programs for each of ``args_list`` (arrays or
+    ``jax.ShapeDtypeStruct``s), compiling them side by side: XLA compiles, or reads from the
+    persistent cache, outside the GIL, so a fit whose rounds need several programs (one per
+    round size) waits for the slowest rather than for the sum. Export (tracing) stays serial."""
+    todo: dict[str, tuple] = {}
+    for args in args_list:
+        key = program_key(name, static, args)
+        if key not in _loaded and key not in todo:
+            todo[key] = args
+    if not todo:
+        return
+    exported = {key: _load_or_export(where / f"{key}.bin", fn, static, args)
+                for key, args in todo.items()}
+
+    def compile_one(key: str):
+        specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in
+                 jax.tree_util.tree_leaves(todo[key])]
+        return jax.jit(exported[key].call).lower(*specs).compile()
+
+    if len(todo) == 1:
+        compiled = {key: compile_one(key) for key in todo}
+    else:
+        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+            compiled = dict(zip(todo, pool.map(compile_one, todo), strict=True))
+    _loaded.update(compiled)
 
 
 def programs(name: str) -> int:
@@ -122,7 +151,7 @@ def programs(name: str) -> int:
     return sum(key.startswith(f"{name}-") for key in _loaded)
 
 
-def _load_or_export(path: Path, fn: Callable, static: tuple, args: tuple) -> Callable:
+def _load_or_export(path: Path, fn: Callable, static: tuple, args: tuple) -> Any:
     from jax import export
 
     try:
@@ -136,7 +165,7 @@ def _load_or_export(path: Path, fn: Callable, static: tuple, args: tuple) -> Cal
 
         exported = export.export(jax.jit(flat))(*jax.tree_util.tree_leaves(args))
         _write_atomically(path, exported)
-    return jax.jit(exported.call)
+    return exported
 
 
 def _write_atomically(path: Path, exported: Any) -> None:
@@ -152,4 +181,4 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["call", "directory", "program_key", "programs"]
+__all__ = ["call", "directory", "prepare", "program_key", "programs"]

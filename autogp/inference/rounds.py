@@ -262,6 +262,24 @@ def _run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data
                          (state, data, count, jax.random.key_data(key)), out_treedef)
 
 
+def _prepare_rounds(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data,
+                    sizes: list[int], num_inducing: int) -> None:
+    """Where rounds run through exported programs, get the programs of every round size this
+    run needs before the first round, compiled side by side (``exported.prepare``)."""
+    where = exported.directory()
+    if where is None or len(sizes) < 2:
+        return
+    G = state.noise.shape[0]
+    spec = functools.partial(jax.tree_util.tree_map,
+                             lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype))
+    count = jax.ShapeDtypeStruct((G,), jnp.int32)
+    key_data = spec(jax.random.key_data(jax.random.key(0)))
+    exported.prepare(where, "smc_round", _smc_round_on_key_data,
+                     (grammar, settings, num_inducing),
+                     [(spec(state), spec(data_prefix(data, size)), count, key_data)
+                      for size in sizes])
+
+
 def draw_parameters(
     grammar: gr.Grammar, settings: SMCSettings, draws: int, state: SMCState, data: Data, *,
     key: Array, num_inducing: int = 0,
@@ -479,8 +497,10 @@ def run_rounds(
     padded = data.x.shape[1]
     # Shuffled data enter in random column order, so every round needs every column.
     sizes = "full" if settings.shuffle else settings.round_sizes
+    round_sizes = [round_size(int(c.max()), padded, sizes) for c in counts]
+    _prepare_rounds(grammar, settings, state, data, sorted(set(round_sizes)), num_inducing)
     for r, k in enumerate(jax.random.split(key, len(counts))):
-        size = round_size(int(counts[r].max()), padded, sizes)
+        size = round_sizes[r]
         state, diag = _run_round(grammar, settings, state, data_prefix(data, size),
                                  jnp.asarray(counts[r]), key=k, num_inducing=num_inducing)
         if debug:
