@@ -51,7 +51,7 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
     # One program per round size (the rounds use prefixes 32 and 64 of the padded 64 points).
     assert len(files) == len({rounds.round_size(int(c.max()), 64) for c in problem[4]})
     with monkeypatch.context() as m:
-        m.setattr(exported, "directory", lambda: None)
+        m.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
         jitted_state, jitted_history = _run(problem)
     _assert_same(on_disk_state, jitted_state)
     assert on_disk_history == jitted_history
@@ -66,6 +66,20 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
     loaded_state, _ = _run(problem)
     _assert_same(loaded_state, jitted_state)
     assert sorted(p.name for p in on_disk.glob("smc_round-*.bin")) == files
+
+
+def test_in_memory_programs_without_a_cache_write_nothing(tmp_path, monkeypatch):
+    """No persistent cache: the rounds still run through exported programs, none on disk."""
+    monkeypatch.setattr(exported, "directory", lambda: None)
+    monkeypatch.setattr(exported, "_loaded", {})
+    monkeypatch.chdir(tmp_path)
+    problem = _problem()  # two round sizes (32 and 64 columns), so two programs
+    in_memory, _ = _run(problem)
+    assert exported.programs("smc_round") == 2
+    assert not any(tmp_path.rglob("*"))
+    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
+    jitted, _ = _run(problem)
+    _assert_same(in_memory, jitted)
 
 
 def test_a_corrupt_program_is_exported_afresh(on_disk, monkeypatch):
@@ -132,10 +146,10 @@ def test_beside_the_compilation_cache_and_off_without_it(tmp_path, monkeypatch):
     before = jax.config.jax_compilation_cache_dir
     try:
         jax.config.update("jax_compilation_cache_dir", None)
-        assert exported.directory() is None
+        assert exported.directory() is None and exported.enabled()  # in memory only
         jax.config.update("jax_compilation_cache_dir", str(tmp_path))
         assert exported.directory() == tmp_path / "autogp-exported"
-        monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")  # the opt-out
-        assert exported.directory() is None
+        monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")  # the opt-out: plain jax.jit
+        assert not exported.enabled()
     finally:  # nothing is compiled in between, so the cache itself is never opened here
         jax.config.update("jax_compilation_cache_dir", before)

@@ -1,17 +1,21 @@
-"""Traced programs kept on disk, so that a fresh process skips tracing and lowering.
+"""SMC rounds as exported programs: compiled side by side, and kept on disk so that a fresh
+process skips tracing and lowering.
 
-JAX's persistent compilation cache keeps compiled executables, but a new process must still
-trace the Python function and lower it to StableHLO before it can look the executable up. For
-the SMC round that is most of a warm start: on the AutoGP.jl tutorial configuration, tracing
-and lowering took more time than running the fit (JAX's duration events; the A/B is in
-``benchmarks/smc/README.md``). ``jax.export``
-serialises the lowered program; a later process deserialises it and calls it, skipping both
-steps, and the compile step then hits the persistent cache as before.
+Two costs of a first fit are cut here. A fit whose annealing rounds grow through several data
+sizes needs one program per size; jitted one by one, their compilations add up, while XLA
+compiles outside the GIL, so :func:`prepare` exports every size's program (tracing is serial)
+and then compiles them in threads, waiting for the slowest rather than the sum. And JAX's
+persistent compilation cache keeps compiled executables, but a new process must still trace the
+Python function and lower it to StableHLO before it can look the executable up: on the AutoGP.jl
+tutorial configuration that took longer than running the fit. ``jax.export`` serialises the
+lowered program; a later process deserialises it and calls it, skipping both steps, and the
+compile step then hits the persistent cache as before (the A/B is in ``benchmarks/smc/``).
 
-Active where JAX's persistent compilation cache is on (the command line and Dask workers turn
-it on; ``AUTOGP_CACHE_DIR=off`` turns it off) unless ``AUTOGP_EXPORTED_ROUNDS=0``: the
-programs live beside the executables, in ``<cache dir>/autogp-exported``. A program's file name is
-a hash of everything it depends on: the static arguments (pickled), the arguments' tree structure,
+On unless ``AUTOGP_EXPORTED_ROUNDS=0`` (then the rounds are plain ``jax.jit``). Programs are kept
+on disk only where JAX's persistent compilation cache is on (the command line and Dask workers
+turn it on; ``AUTOGP_CACHE_DIR=off`` turns it off), beside the executables in
+``<cache dir>/autogp-exported``; elsewhere they live in this process only. A program's file name
+is a hash of everything it depends on: the static arguments, the arguments' tree structure,
 shapes and dtypes, the platform, the versions of jax and jaxlib, and autogp's own source, so an
 edited or upgraded package never reuses a stale program. A missing, unreadable or corrupt file is
 exported afresh; where the file cannot be written, this process still runs the exported program
@@ -40,11 +44,16 @@ _SUBDIR = "autogp-exported"
 _loaded: dict[str, Callable] = {}
 
 
+def enabled() -> bool:
+    """Whether rounds run through exported programs (``AUTOGP_EXPORTED_ROUNDS=0``: no)."""
+    return os.environ.get("AUTOGP_EXPORTED_ROUNDS") != "0"
+
+
 def directory() -> Path | None:
-    """Where exported programs are kept: inside JAX's persistent compilation cache, or None
-    when that cache is off or ``AUTOGP_EXPORTED_ROUNDS=0`` turns exported rounds off."""
+    """Where exported programs are kept on disk: inside JAX's persistent compilation cache, or
+    None when that cache is off (programs then live in this process only)."""
     where = jax.config.jax_compilation_cache_dir
-    if not where or os.environ.get("AUTOGP_EXPORTED_ROUNDS") == "0":
+    if not where:
         return None
     return Path(where) / _SUBDIR
 
@@ -100,9 +109,10 @@ def _compared_fields(obj: Any) -> Any:
     return obj
 
 
-def call(where: Path, name: str, fn: Callable, static: tuple, args: tuple,
+def call(where: Path | None, name: str, fn: Callable, static: tuple, args: tuple,
          out_treedef: Any) -> Any:
-    """``fn(*static, *args)`` through a program exported to ``where`` (or loaded from it).
+    """``fn(*static, *args)`` through a program exported to ``where`` (or loaded from it; None:
+    kept in memory only).
 
     ``static`` are picklable settings baked into the program; ``args`` a tuple of pytrees of
     arrays (no PRNG key arrays: pass their ``jax.random.key_data``); ``out_treedef`` the
@@ -117,7 +127,8 @@ def call(where: Path, name: str, fn: Callable, static: tuple, args: tuple,
     return jax.tree_util.tree_unflatten(out_treedef, leaves)
 
 
-def prepare(where: Path, name: str, fn: Callable, static: tuple, args_list: list[tuple]) -> None:
+def prepare(where: Path | None, name: str, fn: Callable, static: tuple,
+            args_list: list[tuple]) -> None:
     """Load (or export) and compile ``name``'s programs for each of ``args_list`` (arrays or
     ``jax.ShapeDtypeStruct``s), compiling them side by side: XLA compiles, or reads from the
     persistent cache, outside the GIL, so a fit whose rounds need several programs (one per
@@ -129,7 +140,8 @@ def prepare(where: Path, name: str, fn: Callable, static: tuple, args_list: list
             todo[key] = args
     if not todo:
         return
-    exported = {key: _load_or_export(where / f"{key}.bin", fn, static, args)
+    exported = {key: _load_or_export(None if where is None else where / f"{key}.bin", fn,
+                                     static, args)
                 for key, args in todo.items()}
 
     def compile_one(key: str):
@@ -151,19 +163,23 @@ def programs(name: str) -> int:
     return sum(key.startswith(f"{name}-") for key in _loaded)
 
 
-def _load_or_export(path: Path, fn: Callable, static: tuple, args: tuple) -> Any:
+def _load_or_export(path: Path | None, fn: Callable, static: tuple, args: tuple) -> Any:
+    """The exported program from ``path``, or exported now (and written to ``path``)."""
     from jax import export
 
-    try:
-        exported = export.deserialize(bytearray(path.read_bytes()))
-    except Exception:  # missing, unreadable or corrupt: export it afresh
-        treedef = jax.tree_util.tree_structure(args)
+    if path is not None:
+        try:
+            return export.deserialize(bytearray(path.read_bytes()))
+        except Exception:  # missing, unreadable or corrupt: export it afresh
+            pass
+    treedef = jax.tree_util.tree_structure(args)
 
-        def flat(*leaves):
-            return jax.tree_util.tree_leaves(fn(*static, *jax.tree_util.tree_unflatten(treedef,
-                                                                                       leaves)))
+    def flat(*leaves):
+        return jax.tree_util.tree_leaves(fn(*static, *jax.tree_util.tree_unflatten(treedef,
+                                                                                   leaves)))
 
-        exported = export.export(jax.jit(flat))(*jax.tree_util.tree_leaves(args))
+    exported = export.export(jax.jit(flat))(*jax.tree_util.tree_leaves(args))
+    if path is not None:
         _write_atomically(path, exported)
     return exported
 
@@ -181,4 +197,4 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["call", "directory", "prepare", "program_key", "programs"]
+__all__ = ["call", "directory", "enabled", "prepare", "program_key", "programs"]

@@ -250,12 +250,13 @@ def _smc_round_on_key_data(grammar, settings, num_inducing, state, data, count, 
 
 def _run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data,
                count: Array, *, key: Array, num_inducing: int = 0):
-    """One compiled round: through a program kept on disk where JAX's persistent cache is on (a
-    fresh process then skips tracing, ``autogp.inference.exported``), else the jitted round."""
-    where = exported.directory()
-    if where is None:
+    """One compiled round: through an exported program (``autogp.inference.exported``: kept on
+    disk where JAX's persistent cache is on, so a fresh process skips tracing), or the jitted
+    round where ``AUTOGP_EXPORTED_ROUNDS=0``."""
+    if not exported.enabled():
         return _compiled_round(grammar, settings, state, data, count, key=key,
                                num_inducing=num_inducing)
+    where = exported.directory()
     out_treedef = jax.tree_util.tree_structure((state, _DIAGNOSTICS))
     return exported.call(where, "smc_round", _smc_round_on_key_data,
                          (grammar, settings, num_inducing),
@@ -266,9 +267,9 @@ def _prepare_rounds(grammar: gr.Grammar, settings: SMCSettings, state: SMCState,
                     sizes: list[int], num_inducing: int) -> None:
     """Where rounds run through exported programs, get the programs of every round size this
     run needs before the first round, compiled side by side (``exported.prepare``)."""
-    where = exported.directory()
-    if where is None or len(sizes) < 2:
+    if not exported.enabled() or len(sizes) < 2:
         return
+    where = exported.directory()
     G = state.noise.shape[0]
     spec = functools.partial(jax.tree_util.tree_map,
                              lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype))
