@@ -153,3 +153,25 @@ def test_beside_the_compilation_cache_and_off_without_it(tmp_path, monkeypatch):
         assert not exported.enabled()
     finally:  # nothing is compiled in between, so the cache itself is never opened here
         jax.config.update("jax_compilation_cache_dir", before)
+
+
+def test_programs_compiled_in_threads_keep_a_thread_local_x64(monkeypatch):
+    """Regression: autogp turns float64 on with a context local to the calling thread
+    (``autogp._x64``); programs compiled side by side in worker threads must still be float64
+    (they were lowered there, without it, and a panel worker's fits all failed)."""
+    from autogp._x64 import x64
+
+    monkeypatch.setattr(exported, "directory", lambda: None)
+    monkeypatch.setattr(exported, "_loaded", {})
+    jax.config.update("jax_enable_x64", False)
+    try:
+        with x64():
+            problem = _problem()
+            in_threads, _ = _run(problem)
+            assert exported.programs("smc_round") == 2
+            monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
+            jitted, _ = _run(problem)
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    assert in_threads.params.dtype == np.float64
+    _assert_same(in_threads, jitted)

@@ -144,16 +144,17 @@ def prepare(where: Path | None, name: str, fn: Callable, static: tuple,
                                      static, args)
                 for key, args in todo.items()}
 
-    def compile_one(key: str):
-        specs = [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in
-                 jax.tree_util.tree_leaves(todo[key])]
-        return jax.jit(exported[key].call).lower(*specs).compile()
-
+    # Lower here, compile in threads: JAX's configuration (x64 above all) can be a thread-local
+    # context, which worker threads would not see; compiling a lowered program does not read it.
+    lowered = {key: jax.jit(exported[key].call).lower(
+        *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in jax.tree_util.tree_leaves(args)])
+        for key, args in todo.items()}
     if len(todo) == 1:
-        compiled = {key: compile_one(key) for key in todo}
+        compiled = {key: program.compile() for key, program in lowered.items()}
     else:
         with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
-            compiled = dict(zip(todo, pool.map(compile_one, todo), strict=True))
+            compiled = dict(zip(todo, pool.map(lambda k: lowered[k].compile(), todo),
+                                strict=True))
     _loaded.update(compiled)
 
 
