@@ -121,11 +121,14 @@ def _tutorial_data(n: int = 100):
     return t, 0.05 * t + np.sin(2 * np.pi * t / 12) + 0.3 * rng.normal(size=n)
 
 
-def _fresh_process(what: str, cache_dir: str | None, tiny: bool) -> float:
+def _fresh_process(what: str, cache_dir: str | None, tiny: bool, jitted: bool = False) -> float:
     """Seconds of one first fit in a new Python process (compilation included); with
-    ``cache_dir`` JAX's persistent compilation cache is used (as the command line does)."""
+    ``cache_dir`` JAX's persistent compilation cache is used (as the command line does);
+    ``jitted``: plain ``jax.jit`` rounds, compiled one after another (the design before
+    exported rounds compiled side by side)."""
     env = dict(os.environ)
     env["OPENBLAS_NUM_THREADS"] = "1"
+    env["AUTOGP_EXPORTED_ROUNDS"] = "0" if jitted else "1"
     if cache_dir:
         env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
         env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "1"
@@ -196,9 +199,10 @@ def _run(setup: Setup, quick: bool, tiny: bool, cache: str) -> dict:
     # AutoGP.jl tutorial configuration in a fresh process: 100 points, 8 particles, 20 rounds.
     if tiny:  # this process filled the cache: only the tutorial fit, only warm
         out["tutorial_first_fit_s"] = out["first_fit_warm_cache_s"] = None
-        out["tutorial_first_fit_empty_cache_s"] = None
+        out["tutorial_first_fit_empty_cache_s"] = out["tutorial_first_fit_jitted_s"] = None
     else:
         out["tutorial_first_fit_s"] = _fresh_process("tutorial", None, tiny)
+        out["tutorial_first_fit_jitted_s"] = _fresh_process("tutorial", None, tiny, jitted=True)
         # The command line's first run: the persistent cache is on but empty, so the rounds are
         # exported and their programs compiled side by side (autogp.inference.exported).
         with tempfile.TemporaryDirectory() as empty:
@@ -265,6 +269,10 @@ def main() -> None:
         + ("(not measured)" if cold is None else f"{cold:.2f} s")
         + f" cold, {res['tutorial_first_fit_warm_cache_s']:.2f} s with a warm compilation cache"
     )
+    jitted = res["tutorial_first_fit_jitted_s"]
+    if jitted is not None:
+        print(f"  cold, plain jax.jit rounds compiled one after another {jitted:.2f} s "
+              f"({jitted / cold:.2f}x the exported rounds compiled side by side)")
     empty = res["tutorial_first_fit_empty_cache_s"]
     if empty is not None:
         print(f"  first fit with an empty compilation cache (the command line's first run) "
