@@ -45,6 +45,8 @@ class SMCResult(NamedTuple):
     params: np.ndarray
     noise: np.ndarray
     log_weights: np.ndarray
+    # The SMC estimate of log p(y); with smc.likelihood_power = eta != 1, of the power
+    # posterior's normaliser, log of the integral of p(y | T, theta)^eta p(T, theta).
     log_marginal_likelihood: float
     history: dict[str, list[Any]]
 
