@@ -192,7 +192,7 @@ def _run(setup: Setup, quick: bool, tiny: bool, cache: str) -> dict:
             m = AutoGP(setup.airline, seed=seed, progress=False)
             m.fit(train)
             out["seeds"][seed] = _heldout(m, test)
-    raw = AutoGP({**setup.airline, "data": {"log_transform": False}}, seed=0, progress=False)
+    raw = AutoGP({**setup.airline, "data": {"transform": "none"}}, seed=0, progress=False)
     raw.fit(train)
     out["raw_scale"] = _heldout(raw, test)
 
