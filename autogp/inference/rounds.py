@@ -267,7 +267,7 @@ def _prepare_rounds(grammar: gr.Grammar, settings: SMCSettings, state: SMCState,
                     sizes: list[int], num_inducing: int) -> None:
     """Where rounds run through exported programs, get the programs of every round size this
     run needs before the first round, compiled side by side (``exported.prepare``)."""
-    if not exported.enabled() or len(sizes) < 2:
+    if not exported.enabled():
         return
     where = exported.directory()
     G = state.noise.shape[0]
@@ -494,7 +494,7 @@ def run_rounds(
 ) -> tuple[SMCState, dict[str, list]]:
     """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
     counts = np.asarray(counts, dtype=np.int32)
-    history: dict[str, list] = {"ess": [], "resampled": [], "acceptance": [], "count": []}
+    history: dict[str, list] = {name: [] for name in (*_DIAGNOSTICS, "count")}
     padded = data.x.shape[1]
     # Shuffled data enter in random column order, so every round needs every column.
     sizes = "full" if settings.shuffle else settings.round_sizes
