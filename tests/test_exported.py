@@ -94,14 +94,19 @@ def test_a_corrupt_program_is_exported_afresh(on_disk, monkeypatch):
     assert path.read_bytes() != b"not a program"
 
 
-def test_keys_follow_everything_a_program_depends_on():
-    grammar, settings, data, state, _ = _problem()
+def _round_key(grammar, settings, data, state, inducing=0):
+    """The program key of a round on ``_problem()``'s two series."""
     count = jnp.asarray([10, 9], dtype=jnp.int32)
     kd = jax.random.key_data(jax.random.key(0))
+    return exported.program_key("smc_round", (grammar, settings, inducing),
+                                (state, data, count, kd))
+
+
+def test_keys_follow_everything_a_program_depends_on():
+    grammar, settings, data, state, _ = _problem()
 
     def key(grammar=grammar, settings=settings, data=data, state=state, inducing=0):
-        return exported.program_key("smc_round", (grammar, settings, inducing),
-                                    (state, data, count, kd))
+        return _round_key(grammar, settings, data, state, inducing)
 
     base = key()
     assert key() == base  # deterministic
@@ -125,8 +130,6 @@ def test_equal_settings_give_one_key_however_their_parts_are_shared_or_cached():
     """Regression: a second fit in one process exported a second program, because plain pickle
     differs between equal settings (shared parts, lazily cached grammar tables)."""
     grammar, settings, data, state, _ = _problem()
-    count = jnp.asarray([10, 9], dtype=jnp.int32)
-    kd = jax.random.key_data(jax.random.key(0))
     copied = dataclasses.replace(grammar)  # equal, and its cached tables are not computed yet
     _ = grammar.node_log_prob_table, grammar.path_log_prob_table
     assert "node_log_prob_table" in vars(grammar) and "node_log_prob_table" not in vars(copied)
@@ -135,7 +138,7 @@ def test_equal_settings_give_one_key_however_their_parts_are_shared_or_cached():
     assert copied == grammar and shared == separate
 
     def key(grammar, settings):
-        return exported.program_key("smc_round", (grammar, settings, 0), (state, data, count, kd))
+        return _round_key(grammar, settings, data, state)
 
     assert key(grammar, shared) == key(copied, separate)
     assert key(grammar, shared) != key(grammar, dataclasses.replace(settings, structure_moves=3))
