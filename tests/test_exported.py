@@ -1,6 +1,7 @@
-"""SMC rounds kept on disk (``autogp.inference.exported``): a run through exported programs gives
-bit for bit the jitted run's result; a later run loads them without tracing the round; keys
-change with everything a program depends on; a corrupt file is exported afresh."""
+"""SMC rounds and initial particles kept on disk (``autogp.inference.exported``): a run through
+exported programs gives bit for bit the jitted run's result; a later run loads them without
+tracing the round; a fit compiles all its programs in one batch before it starts; keys change
+with everything a program depends on; a corrupt file is exported afresh."""
 
 from __future__ import annotations
 
@@ -178,3 +179,47 @@ def test_programs_compiled_in_threads_keep_a_thread_local_x64(monkeypatch):
         jax.config.update("jax_enable_x64", True)
     assert in_threads.params.dtype == np.float64
     _assert_same(in_threads, jitted)
+
+
+@pytest.mark.parametrize("proposal", [False, True], ids=["prior", "period proposal"])
+def test_initial_particles_through_exported_programs_equal_the_jitted_ones(
+        proposal, on_disk, monkeypatch):
+    grammar, settings, data, _, _ = _problem()
+    extra = {"data": data, "settings": settings} if proposal else {}
+    assert settings.period_proposal > 0  # so the proposal's program is the one used
+
+    def init():
+        return rounds.init_state(grammar, 2, 3, key=jax.random.key(5), **extra)
+
+    through_program = init()
+    name = "init_proposal" if proposal else "init_prior"
+    assert len(list(on_disk.glob(f"{name}-*.bin"))) == 1
+    # The shapes prepare_programs compiles for, written out without tracing the sampler
+    # (eval_shape traces: exported.call then runs the function itself).
+    assert rounds.state_shapes(grammar, 2, 3) == jax.eval_shape(init)
+    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
+    _assert_same(through_program, init())
+
+
+def test_a_fit_prepares_all_its_programs_before_it_starts(on_disk, monkeypatch):
+    """run_smc_panel compiles the initial particles' program and every round size's program
+    in one batch (side by side); nothing is exported or compiled after the fit has started."""
+    from autogp.inference import smc
+
+    grammar, settings, _, _, _ = _problem()
+    batches = []
+    prepare = exported.prepare
+
+    def recording(where, programs):
+        batches.append(sorted({p.name for p in programs
+                               if exported.program_key(p.name, p.static, p.args)
+                               not in exported._loaded}))
+        prepare(where, programs)
+
+    monkeypatch.setattr(exported, "prepare", recording)
+    x = np.linspace(0, 1, 50)
+    smc.run_smc(x, np.sin(9 * x), grammar, settings, key=jax.random.key(0))
+    assert batches[0] == ["init_proposal", "smc_round"]
+    assert all(not names for names in batches[1:])  # later calls find everything loaded
+    rounds_on_disk = len(list(on_disk.glob("smc_round-*.bin")))
+    assert rounds_on_disk == len(set(rounds.round_sizes(settings, np.arange(1, 51)[:, None], 64)))

@@ -1,19 +1,20 @@
-"""SMC rounds as exported programs: compiled side by side, and kept on disk so that a fresh
-process skips tracing and lowering.
+"""SMC rounds and initial particles as exported programs: compiled side by side, and kept on disk
+so that a fresh process skips tracing and lowering.
 
-Two costs of a first fit are cut here. A fit whose annealing rounds grow through several data
-sizes needs one program per size; jitted one by one, their compilations add up, while XLA
-compiles outside the GIL, so :func:`prepare` exports every size's program (tracing is serial)
-and then compiles them in threads, waiting for the slowest rather than the sum. And JAX's
-persistent compilation cache keeps compiled executables, but a new process must still trace the
-Python function and lower it to StableHLO before it can look the executable up: on the AutoGP.jl
-tutorial configuration that took longer than running the fit. ``jax.export`` serialises the
-lowered program; a later process deserialises it and calls it, skipping both steps, and the
-compile step then hits the persistent cache as before (the A/B is in ``benchmarks/smc/``).
+Two costs of a first fit are cut here. A fit needs several programs: its initial particles and
+one round per data size its annealing rounds grow through. Jitted one by one, their compilations
+add up, while XLA compiles outside the GIL, so :func:`prepare` exports every program of the fit
+(tracing is serial) and then compiles them in threads, waiting for the slowest rather than the
+sum. And JAX's persistent compilation cache keeps compiled executables, but a new process must
+still trace the Python function and lower it to StableHLO before it can look the executable up:
+on the AutoGP.jl tutorial configuration that took longer than running the fit. ``jax.export``
+serialises the lowered program; a later process deserialises it and calls it, skipping both
+steps, and the compile step then hits the persistent cache as before (the A/B is in
+``benchmarks/smc/``).
 
-On unless ``AUTOGP_EXPORTED_ROUNDS=0`` (then the rounds are plain ``jax.jit``). Programs are kept
-on disk only where JAX's persistent compilation cache is on (the command line and Dask workers
-turn it on; ``AUTOGP_CACHE_DIR=off`` turns it off), beside the executables in
+On unless ``AUTOGP_EXPORTED_ROUNDS=0`` (then the programs are plain ``jax.jit``). Programs are
+kept on disk only where JAX's persistent compilation cache is on (the command line and Dask
+workers turn it on; ``AUTOGP_CACHE_DIR=off`` turns it off), beside the executables in
 ``<cache dir>/autogp-exported``; elsewhere they live in this process only. A program's file name
 is a hash of everything it depends on: the static arguments, the arguments' tree structure,
 shapes and dtypes, the platform, the versions of jax and jaxlib, and autogp's own source, so an
@@ -31,10 +32,10 @@ import io
 import os
 import pickle
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jaxlib
@@ -109,6 +110,15 @@ def _compared_fields(obj: Any) -> Any:
     return obj
 
 
+class Program(NamedTuple):
+    """One program to prepare: ``fn(*static, *args)`` named ``name`` (see :func:`call`)."""
+
+    name: str
+    fn: Callable
+    static: tuple
+    args: tuple
+
+
 def call(where: Path | None, name: str, fn: Callable, static: tuple, args: tuple,
          out_treedef: Any) -> Any:
     """``fn(*static, *args)`` through a program exported to ``where`` (or loaded from it; None:
@@ -118,37 +128,41 @@ def call(where: Path | None, name: str, fn: Callable, static: tuple, args: tuple
     arrays (no PRNG key arrays: pass their ``jax.random.key_data``); ``out_treedef`` the
     structure of ``fn``'s result, which the caller knows without tracing.
     """
+    leaves = jax.tree_util.tree_leaves(args)
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        # Under a transformation (jit, vmap, eval_shape): a compiled program cannot be traced
+        # through, so trace the function itself.
+        return fn(*static, *args)
     key = program_key(name, static, args)
     program = _loaded.get(key)
     if program is None:
-        prepare(where, name, fn, static, [args])
+        prepare(where, [Program(name, fn, static, args)])
         program = _loaded[key]
-    leaves = program(*jax.tree_util.tree_leaves(args))
-    return jax.tree_util.tree_unflatten(out_treedef, leaves)
+    return jax.tree_util.tree_unflatten(out_treedef, program(*leaves))
 
 
-def prepare(where: Path | None, name: str, fn: Callable, static: tuple,
-            args_list: list[tuple]) -> None:
-    """Load (or export) and compile ``name``'s programs for each of ``args_list`` (arrays or
+def prepare(where: Path | None, programs: Sequence[Program]) -> None:
+    """Load (or export) and compile ``programs`` (their ``args`` arrays or
     ``jax.ShapeDtypeStruct``s), compiling them side by side: XLA compiles, or reads from the
-    persistent cache, outside the GIL, so a fit whose rounds need several programs (one per
-    round size) waits for the slowest rather than for the sum. Export (tracing) stays serial."""
-    todo: dict[str, tuple] = {}
-    for args in args_list:
-        key = program_key(name, static, args)
+    persistent cache, outside the GIL, so a fit that needs several programs (its initial
+    particles, one round per round size) waits for the slowest rather than for the sum.
+    Export (tracing) stays serial."""
+    todo: dict[str, Program] = {}
+    for program in programs:
+        key = program_key(program.name, program.static, program.args)
         if key not in _loaded and key not in todo:
-            todo[key] = args
+            todo[key] = program
     if not todo:
         return
-    exported = {key: _load_or_export(None if where is None else where / f"{key}.bin", fn,
-                                     static, args)
-                for key, args in todo.items()}
+    exported = {key: _load_or_export(None if where is None else where / f"{key}.bin",
+                                     p.fn, p.static, p.args)
+                for key, p in todo.items()}
 
     # Lower here, compile in threads: JAX's configuration (x64 above all) can be a thread-local
     # context, which worker threads would not see; compiling a lowered program does not read it.
     lowered = {key: jax.jit(exported[key].call).lower(
-        *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in jax.tree_util.tree_leaves(args)])
-        for key, args in todo.items()}
+        *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in jax.tree_util.tree_leaves(p.args)])
+        for key, p in todo.items()}
     if len(todo) == 1:
         compiled = {key: program.compile() for key, program in lowered.items()}
     else:
@@ -198,4 +212,4 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["call", "directory", "enabled", "prepare", "program_key", "programs"]
+__all__ = ["Program", "call", "directory", "enabled", "prepare", "program_key", "programs"]

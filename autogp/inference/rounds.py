@@ -14,7 +14,6 @@ inducing points are static: part of each compiled program's key.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -29,6 +28,7 @@ from autogp.evaluator.sparse import sparse_log_marginal_likelihood
 from autogp.inference import exported, moves, periods, refine, resampling
 from autogp.inference import grammar as gr
 from autogp.inference.settings import RefineSettings, SMCSettings
+from autogp.kernels import spec
 
 Array = jax.Array
 
@@ -256,29 +256,78 @@ def _run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data
     if not exported.enabled():
         return _compiled_round(grammar, settings, state, data, count, key=key,
                                num_inducing=num_inducing)
-    where = exported.directory()
+    program = _round_program(grammar, settings, num_inducing, state, data, count,
+                             jax.random.key_data(key))
     out_treedef = jax.tree_util.tree_structure((state, _DIAGNOSTICS))
-    return exported.call(where, "smc_round", _smc_round_on_key_data,
-                         (grammar, settings, num_inducing),
-                         (state, data, count, jax.random.key_data(key)), out_treedef)
+    return exported.call(exported.directory(), *program, out_treedef)
 
 
-def _prepare_rounds(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data,
-                    sizes: list[int], num_inducing: int) -> None:
-    """Where rounds run through exported programs, get the programs of every round size this
-    run needs before the first round, compiled side by side (``exported.prepare``)."""
+def _shape_of(tree):
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), tree)
+
+
+def state_shapes(grammar: gr.Grammar, num_series: int, num_particles: int) -> SMCState:
+    """Shapes and dtypes of the state of ``num_series`` series of ``num_particles`` particles
+    (as :func:`init_state` makes it), without tracing the sampler."""
+    G, P = num_series, num_particles
+    real = jax.dtypes.canonicalize_dtype(float)
+
+    def of(*shape, dtype=real):
+        return jax.ShapeDtypeStruct(shape, dtype)
+
+    return SMCState(ops=of(G, P, grammar.num_slots, dtype=jnp.int32),
+                    params=of(G, P, grammar.num_slots, spec.MAX_PARAMS), noise=of(G, P),
+                    log_likelihood=of(G, P), log_weights=of(G, P), log_evidence=of(G))
+
+
+def _key_data_shape():
+    return _shape_of(jax.random.key_data(jax.random.key(0)))
+
+
+def _init_program(grammar: gr.Grammar, settings: SMCSettings | None, G: int, P: int,
+                  data: Data | None, key_data) -> exported.Program:
+    """The exported program of :func:`init_state` (with the period proposal when ``settings``
+    is given)."""
+    if settings is None:
+        return exported.Program("init_prior", _init_prior_on_key_data, (grammar, G, P),
+                                (key_data,))
+    return exported.Program("init_proposal", _init_proposal_on_key_data,
+                            (grammar, settings, G, P), (key_data, data))
+
+
+def _round_program(grammar: gr.Grammar, settings: SMCSettings, num_inducing: int, state, data,
+                   count, key_data) -> exported.Program:
+    return exported.Program("smc_round", _smc_round_on_key_data,
+                            (grammar, settings, num_inducing), (state, data, count, key_data))
+
+
+def round_sizes(settings: SMCSettings, counts: np.ndarray, padded: int) -> list[int]:
+    """The data columns each round of ``counts`` ``[R, G]`` computes on (see :func:`round_size`;
+    shuffled data enter in random column order, so then every round needs every column)."""
+    sizes = "full" if settings.shuffle else settings.round_sizes
+    return [round_size(int(np.max(c)), padded, sizes) for c in np.asarray(counts)]
+
+
+def prepare_programs(grammar: gr.Grammar, settings: SMCSettings, data: Data, counts: np.ndarray,
+                     *, num_particles: int, num_inducing: int = 0, init: bool = True) -> None:
+    """Where rounds run through exported programs, get every program a fit needs (its initial
+    particles when ``init``, one round per round size of ``counts``) before it starts, compiled
+    side by side (``exported.prepare``)."""
     if not exported.enabled():
         return
-    where = exported.directory()
-    G = state.noise.shape[0]
-    spec = functools.partial(jax.tree_util.tree_map,
-                             lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype))
+    G = data.x.shape[0]
+    state = state_shapes(grammar, G, num_particles)
     count = jax.ShapeDtypeStruct((G,), jnp.int32)
-    key_data = spec(jax.random.key_data(jax.random.key(0)))
-    exported.prepare(where, "smc_round", _smc_round_on_key_data,
-                     (grammar, settings, num_inducing),
-                     [(spec(state), spec(data_prefix(data, size)), count, key_data)
-                      for size in sizes])
+    key_data = _key_data_shape()
+    programs = []
+    if init:
+        proposal = settings.period_proposal > 0
+        programs.append(_init_program(grammar, settings if proposal else None, G, num_particles,
+                                      _shape_of(data) if proposal else None, key_data))
+    for size in sorted(set(round_sizes(settings, counts, data.x.shape[1]))):
+        programs.append(_round_program(grammar, settings, num_inducing, state,
+                                       _shape_of(data_prefix(data, size)), count, key_data))
+    exported.prepare(exported.directory(), programs)
 
 
 def draw_parameters(
@@ -355,6 +404,12 @@ def init_state(
     ``p / q``; the evidence estimate starts at ``log mean(p / q)`` (unbiased, as before).
     """
     use_proposal = data is not None and settings is not None and settings.period_proposal > 0
+    if exported.enabled():
+        program = _init_program(grammar, settings if use_proposal else None, num_series,
+                                num_particles, data if use_proposal else None,
+                                jax.random.key_data(key))
+        out_treedef = jax.tree_util.tree_structure(state_shapes(grammar, 1, 1))
+        return exported.call(exported.directory(), *program, out_treedef)
     if not use_proposal:
         return _compiled_init(grammar, num_series, num_particles, key)
     return _compiled_init_proposal(grammar, settings, num_series, num_particles, key, data)
@@ -376,8 +431,15 @@ def _prior_state(grammar: gr.Grammar, G: int, P: int, key: Array) -> SMCState:
 _compiled_init = jax.jit(_prior_state, static_argnums=(0, 1, 2))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2, 3))
-def _compiled_init_proposal(
+def _init_prior_on_key_data(grammar, G, P, key_data):
+    return _prior_state(grammar, G, P, jax.random.wrap_key_data(key_data))
+
+
+def _init_proposal_on_key_data(grammar, settings, G, P, key_data, data):
+    return _init_with_proposal(grammar, settings, G, P, jax.random.wrap_key_data(key_data), data)
+
+
+def _init_with_proposal(
     grammar: gr.Grammar, settings: SMCSettings, G: int, P: int, key: Array, data: Data
 ) -> SMCState:
     key_prior, key_period = jax.random.split(key)
@@ -401,6 +463,9 @@ def _compiled_init_proposal(
         log_weights=log_w - log_norm[:, None],
         log_evidence=log_norm - math.log(P),
     )
+
+
+_compiled_init_proposal = jax.jit(_init_with_proposal, static_argnums=(0, 1, 2, 3))
 
 
 PAD_MULTIPLE = 32
@@ -495,13 +560,11 @@ def run_rounds(
     """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
     counts = np.asarray(counts, dtype=np.int32)
     history: dict[str, list] = {name: [] for name in (*_DIAGNOSTICS, "count")}
-    padded = data.x.shape[1]
-    # Shuffled data enter in random column order, so every round needs every column.
-    sizes = "full" if settings.shuffle else settings.round_sizes
-    round_sizes = [round_size(int(c.max()), padded, sizes) for c in counts]
-    _prepare_rounds(grammar, settings, state, data, sorted(set(round_sizes)), num_inducing)
+    sizes = round_sizes(settings, counts, data.x.shape[1])
+    prepare_programs(grammar, settings, data, counts, num_particles=state.noise.shape[1],
+                     num_inducing=num_inducing, init=False)
     for r, k in enumerate(jax.random.split(key, len(counts))):
-        size = round_sizes[r]
+        size = sizes[r]
         state, diag = _run_round(grammar, settings, state, data_prefix(data, size),
                                  jnp.asarray(counts[r]), key=k, num_inducing=num_inducing)
         if debug:
@@ -525,8 +588,11 @@ __all__ = [
     "likelihood_fn",
     "make_data",
     "padded_length",
+    "prepare_programs",
     "round_size",
+    "round_sizes",
     "run_draws",
     "run_rounds",
     "smc_round",
+    "state_shapes",
 ]

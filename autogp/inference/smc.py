@@ -29,6 +29,7 @@ from autogp.inference.rounds import (
     init_state,
     likelihood_fn,
     make_data,
+    prepare_programs,
     run_draws,
     run_rounds,
     tempered,
@@ -156,6 +157,9 @@ def run_smc_panel(
     R = max(len(c) for c in per_series)
     # Align schedules of different lengths on their last rounds (shorter ones repeat early counts).
     counts = np.array([[c[max(0, len(c) - R + r)] for c in per_series] for r in range(R)])
+    # Every program of the fit compiled side by side before it starts (exported programs).
+    prepare_programs(grammar, settings, data, counts, num_particles=settings.num_particles,
+                     num_inducing=num_inducing)
     state = init_state(grammar, len(xs), settings.num_particles, key=k_init, data=data,
                        settings=settings)
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
