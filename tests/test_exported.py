@@ -40,8 +40,13 @@ def _assert_same(a, b):
 def on_disk(tmp_path, monkeypatch):
     """Exported programs in a fresh folder, and no programs loaded by this process."""
     monkeypatch.setattr(exported, "directory", lambda: tmp_path)
-    monkeypatch.setattr(exported, "_loaded", {})
+    _forget_programs(monkeypatch)
     return tmp_path
+
+
+def _forget_programs(monkeypatch):
+    """As in a new process: no program exported, loaded or compiled yet."""
+    monkeypatch.setattr(exported, "_loaded", {})
 
 
 def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monkeypatch):
@@ -50,7 +55,7 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
     files = sorted(p.name for p in on_disk.glob("smc_round-*.bin"))
     assert rounds.compilation_counts()["round"] >= len(files) == exported.programs("smc_round")
     # One program per round size (the rounds use prefixes 32 and 64 of the padded 64 points).
-    assert len(files) == len({rounds.round_size(int(c.max()), 64) for c in problem[4]})
+    assert len(files) == len({rounds.round_size(int(c.max()), 64) for c in problem[4]}) == 2
     with monkeypatch.context() as m:
         m.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
         jitted_state, jitted_history = _run(problem)
@@ -58,7 +63,7 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
     assert on_disk_history == jitted_history
 
     # A later process: nothing loaded yet, and tracing the round would fail the test.
-    monkeypatch.setattr(exported, "_loaded", {})
+    _forget_programs(monkeypatch)
 
     def no_tracing(*args, **kwargs):
         raise AssertionError("the round was traced instead of loaded")
@@ -72,7 +77,7 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
 def test_in_memory_programs_without_a_cache_write_nothing(tmp_path, monkeypatch):
     """No persistent cache: the rounds still run through exported programs, none on disk."""
     monkeypatch.setattr(exported, "directory", lambda: None)
-    monkeypatch.setattr(exported, "_loaded", {})
+    _forget_programs(monkeypatch)
     monkeypatch.chdir(tmp_path)
     problem = _problem()  # two round sizes (32 and 64 columns), so two programs
     in_memory, _ = _run(problem)
@@ -89,7 +94,7 @@ def test_a_corrupt_program_is_exported_afresh(on_disk, monkeypatch):
     first, _ = _run(problem)
     (path,) = on_disk.glob("smc_round-*.bin")
     path.write_bytes(b"not a program")
-    monkeypatch.setattr(exported, "_loaded", {})
+    _forget_programs(monkeypatch)
     again, _ = _run(problem)
     _assert_same(again, first)
     assert path.read_bytes() != b"not a program"
@@ -166,7 +171,7 @@ def test_programs_compiled_in_threads_keep_a_thread_local_x64(monkeypatch):
     from autogp._x64 import x64
 
     monkeypatch.setattr(exported, "directory", lambda: None)
-    monkeypatch.setattr(exported, "_loaded", {})
+    _forget_programs(monkeypatch)
     jax.config.update("jax_enable_x64", False)
     try:
         with x64():
@@ -221,5 +226,6 @@ def test_a_fit_prepares_all_its_programs_before_it_starts(on_disk, monkeypatch):
     smc.run_smc(x, np.sin(9 * x), grammar, settings, key=jax.random.key(0))
     assert batches[0] == ["init_proposal", "smc_round"]
     assert all(not names for names in batches[1:])  # later calls find everything loaded
-    rounds_on_disk = len(list(on_disk.glob("smc_round-*.bin")))
-    assert rounds_on_disk == len(set(rounds.round_sizes(settings, np.arange(1, 51)[:, None], 64)))
+    sizes = set(rounds.round_sizes(settings, np.arange(1, 51)[:, None], 64))
+    assert exported.programs("smc_round") == len(list(on_disk.glob("smc_round-*.bin"))) == 2
+    assert len(sizes) == 2

@@ -33,7 +33,7 @@ import os
 import pickle
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -41,8 +41,30 @@ import jax
 import jaxlib
 
 _SUBDIR = "autogp-exported"
-#: Programs loaded (or exported) by this process, by file name.
-_loaded: dict[str, Callable] = {}
+#: Programs loaded (or exported) by this process, by file name: compiled, or still compiling
+#: (a future) while the fit that asked for them runs its first rounds.
+_loaded: dict[str, Callable | Future] = {}
+_compile_pool: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _compile_pool
+    if _compile_pool is None:
+        _compile_pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+                                           thread_name_prefix="autogp-compile")
+    return _compile_pool
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's compile threads: drop the pool and the
+    programs that were still compiling (they would wait forever)."""
+    global _compile_pool
+    _compile_pool = None
+    for key in [k for k, v in _loaded.items() if isinstance(v, Future)]:
+        del _loaded[key]
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def enabled() -> bool:
@@ -119,57 +141,58 @@ class Program(NamedTuple):
     args: tuple
 
 
-def call(where: Path | None, name: str, fn: Callable, static: tuple, args: tuple,
-         out_treedef: Any) -> Any:
-    """``fn(*static, *args)`` through a program exported to ``where`` (or loaded from it; None:
-    kept in memory only).
+def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
+    """``program.fn(*program.static, *program.args)`` through a program exported to ``where``
+    (or loaded from it; None: kept in memory only).
 
     ``static`` are picklable settings baked into the program; ``args`` a tuple of pytrees of
     arrays (no PRNG key arrays: pass their ``jax.random.key_data``); ``out_treedef`` the
-    structure of ``fn``'s result, which the caller knows without tracing.
+    structure of the result, which the caller knows without tracing.
     """
-    leaves = jax.tree_util.tree_leaves(args)
+    leaves = jax.tree_util.tree_leaves(program.args)
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
         # Under a transformation (jit, vmap, eval_shape): a compiled program cannot be traced
         # through, so trace the function itself.
-        return fn(*static, *args)
-    key = program_key(name, static, args)
-    program = _loaded.get(key)
-    if program is None:
-        prepare(where, [Program(name, fn, static, args)])
-        program = _loaded[key]
-    return jax.tree_util.tree_unflatten(out_treedef, program(*leaves))
+        return program.fn(*program.static, *program.args)
+    key = program_key(program.name, program.static, program.args)
+    if key not in _loaded:
+        prepare(where, [program])
+    return jax.tree_util.tree_unflatten(out_treedef, _compiled(key)(*leaves))
+
+
+def _compiled(key: str) -> Callable:
+    """The compiled program ``key``, waiting for its compilation if it is still running (a
+    failed compilation is forgotten, so the next call tries again, and its error raised)."""
+    program = _loaded[key]
+    if isinstance(program, Future):
+        try:
+            program = program.result()
+        except BaseException:
+            _loaded.pop(key, None)
+            raise
+        _loaded[key] = program
+    return program
 
 
 def prepare(where: Path | None, programs: Sequence[Program]) -> None:
-    """Load (or export) and compile ``programs`` (their ``args`` arrays or
-    ``jax.ShapeDtypeStruct``s), compiling them side by side: XLA compiles, or reads from the
-    persistent cache, outside the GIL, so a fit that needs several programs (its initial
-    particles, one round per round size) waits for the slowest rather than for the sum.
-    Export (tracing) stays serial."""
-    todo: dict[str, Program] = {}
+    """Load (or export) ``programs`` (their ``args`` arrays or ``jax.ShapeDtypeStruct``s) and
+    start compiling them, side by side in threads, in the order given: XLA compiles, or reads
+    from the persistent cache, outside the GIL, so a fit that needs several programs (its
+    initial particles, one round per round size) waits for the slowest rather than for the sum,
+    and its first rounds run while the programs of later, larger rounds still compile.
+    :func:`call` waits for a program that is not ready. Export (tracing) stays serial."""
     for program in programs:
         key = program_key(program.name, program.static, program.args)
-        if key not in _loaded and key not in todo:
-            todo[key] = program
-    if not todo:
-        return
-    exported = {key: _load_or_export(None if where is None else where / f"{key}.bin",
-                                     p.fn, p.static, p.args)
-                for key, p in todo.items()}
-
-    # Lower here, compile in threads: JAX's configuration (x64 above all) can be a thread-local
-    # context, which worker threads would not see; compiling a lowered program does not read it.
-    lowered = {key: jax.jit(exported[key].call).lower(
-        *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in jax.tree_util.tree_leaves(p.args)])
-        for key, p in todo.items()}
-    if len(todo) == 1:
-        compiled = {key: program.compile() for key, program in lowered.items()}
-    else:
-        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
-            compiled = dict(zip(todo, pool.map(lambda k: lowered[k].compile(), todo),
-                                strict=True))
-    _loaded.update(compiled)
+        if key in _loaded:
+            continue
+        exported = _export(where, program, key)
+        # Lower here, compile in a thread: JAX's configuration (x64 above all) can be a
+        # thread-local context, which the compile threads would not see; compiling a lowered
+        # program does not read it.
+        lowered = jax.jit(exported.call).lower(
+            *[jax.ShapeDtypeStruct(a.shape, a.dtype)
+              for a in jax.tree_util.tree_leaves(program.args)])
+        _loaded[key] = _pool().submit(lowered.compile)
 
 
 def programs(name: str) -> int:
@@ -178,20 +201,27 @@ def programs(name: str) -> int:
     return sum(key.startswith(f"{name}-") for key in _loaded)
 
 
-def _load_or_export(path: Path | None, fn: Callable, static: tuple, args: tuple) -> Any:
-    """The exported program from ``path``, or exported now (and written to ``path``)."""
+def _shapes(args: tuple) -> tuple:
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+
+
+def _export(where: Path | None, program: Program, key: str) -> Any:
+    """``program``'s exported (traced and lowered) form, named ``key``: read from disk under
+    ``where``, or exported now (and written there)."""
     from jax import export
 
+    path = None if where is None else where / f"{key}.bin"
     if path is not None:
         try:
             return export.deserialize(bytearray(path.read_bytes()))
         except Exception:  # missing, unreadable or corrupt: export it afresh
             pass
+    args = _shapes(program.args)
     treedef = jax.tree_util.tree_structure(args)
 
     def flat(*leaves):
-        return jax.tree_util.tree_leaves(fn(*static, *jax.tree_util.tree_unflatten(treedef,
-                                                                                   leaves)))
+        return jax.tree_util.tree_leaves(
+            program.fn(*program.static, *jax.tree_util.tree_unflatten(treedef, leaves)))
 
     exported = export.export(jax.jit(flat))(*jax.tree_util.tree_leaves(args))
     if path is not None:

@@ -259,7 +259,7 @@ def _run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data
     program = _round_program(grammar, settings, num_inducing, state, data, count,
                              jax.random.key_data(key))
     out_treedef = jax.tree_util.tree_structure((state, _DIAGNOSTICS))
-    return exported.call(exported.directory(), *program, out_treedef)
+    return exported.call(exported.directory(), program, out_treedef)
 
 
 def _shape_of(tree):
@@ -409,7 +409,7 @@ def init_state(
                                 num_particles, data if use_proposal else None,
                                 jax.random.key_data(key))
         out_treedef = jax.tree_util.tree_structure(state_shapes(grammar, 1, 1))
-        return exported.call(exported.directory(), *program, out_treedef)
+        return exported.call(exported.directory(), program, out_treedef)
     if not use_proposal:
         return _compiled_init(grammar, num_series, num_particles, key)
     return _compiled_init_proposal(grammar, settings, num_series, num_particles, key, data)
