@@ -189,9 +189,7 @@ def prepare(where: Path | None, programs: Sequence[Program]) -> None:
         # Lower here, compile in a thread: JAX's configuration (x64 above all) can be a
         # thread-local context, which the compile threads would not see; compiling a lowered
         # program does not read it.
-        lowered = jax.jit(exported.call).lower(
-            *[jax.ShapeDtypeStruct(a.shape, a.dtype)
-              for a in jax.tree_util.tree_leaves(program.args)])
+        lowered = jax.jit(exported.call).lower(*jax.tree_util.tree_leaves(shapes(program.args)))
         _loaded[key] = _pool().submit(lowered.compile)
 
 
@@ -201,8 +199,9 @@ def programs(name: str) -> int:
     return sum(key.startswith(f"{name}-") for key in _loaded)
 
 
-def _shapes(args: tuple) -> tuple:
-    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), args)
+def shapes(tree: Any) -> Any:
+    """``tree`` with every array replaced by its ``jax.ShapeDtypeStruct``."""
+    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), tree)
 
 
 def _export(where: Path | None, program: Program, key: str) -> Any:
@@ -216,7 +215,7 @@ def _export(where: Path | None, program: Program, key: str) -> Any:
             return export.deserialize(bytearray(path.read_bytes()))
         except Exception:  # missing, unreadable or corrupt: export it afresh
             pass
-    args = _shapes(program.args)
+    args = shapes(program.args)
     treedef = jax.tree_util.tree_structure(args)
 
     def flat(*leaves):
@@ -242,4 +241,5 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["Program", "call", "directory", "enabled", "prepare", "program_key", "programs"]
+__all__ = ["Program", "call", "directory", "enabled", "prepare", "program_key", "programs",
+           "shapes"]

@@ -262,10 +262,6 @@ def _run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data
     return exported.call(exported.directory(), program, out_treedef)
 
 
-def _shape_of(tree):
-    return jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), tree)
-
-
 def state_shapes(grammar: gr.Grammar, num_series: int, num_particles: int) -> SMCState:
     """Shapes and dtypes of the state of ``num_series`` series of ``num_particles`` particles
     (as :func:`init_state` makes it), without tracing the sampler."""
@@ -281,7 +277,7 @@ def state_shapes(grammar: gr.Grammar, num_series: int, num_particles: int) -> SM
 
 
 def _key_data_shape():
-    return _shape_of(jax.random.key_data(jax.random.key(0)))
+    return exported.shapes(jax.random.key_data(jax.random.key(0)))
 
 
 def _init_program(grammar: gr.Grammar, settings: SMCSettings | None, G: int, P: int,
@@ -323,10 +319,10 @@ def prepare_programs(grammar: gr.Grammar, settings: SMCSettings, data: Data, cou
     if init:
         proposal = settings.period_proposal > 0
         programs.append(_init_program(grammar, settings if proposal else None, G, num_particles,
-                                      _shape_of(data) if proposal else None, key_data))
+                                      exported.shapes(data) if proposal else None, key_data))
     for size in sorted(set(round_sizes(settings, counts, data.x.shape[1]))):
         programs.append(_round_program(grammar, settings, num_inducing, state,
-                                       _shape_of(data_prefix(data, size)), count, key_data))
+                                       exported.shapes(data_prefix(data, size)), count, key_data))
     exported.prepare(exported.directory(), programs)
 
 
