@@ -59,9 +59,12 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
     "particles=32": {"smc.num_particles": 32},
-    # A power posterior (SafeBayes learning rate): flatter weights over structures.
-    "power=0.5": {"smc.likelihood_power": 0.5},
-    "power=0.25": {"smc.likelihood_power": 0.25},
+    # A power posterior (SafeBayes learning rate): flatter weights over structures, on every
+    # series (power_from = 0). The defaults use 0.5 on series of at least 60 points.
+    "power=1": {"smc.likelihood_power": 1.0},
+    "power=0.5": {"smc.likelihood_power": 0.5, "smc.power_from": 0},
+    "power=0.25": {"smc.likelihood_power": 0.25, "smc.power_from": 0},
+    "power60=0.25": {"smc.likelihood_power": 0.25},  # 0.25 from 60 points
     # The same compute as the defaults' 16 particles, as two independent runs pooled by evidence.
     "restarts=2": {"smc.restarts": 2, "smc.num_particles": 8},
     # A quarter of the defaults' compute (8 particles, 8 rounds, 30 optimiser steps; 15 structure

@@ -89,7 +89,7 @@ NON_DEFAULT = {
         "detach_attach": 0.3, "pick": "leaf_biased", "period_proposal": 0.2, "period_peaks": 5,
         "period_spread": 0.1, "likelihood": "sparse", "inducing_points": 40,
         "sparse_above": 500, "workers": 3, "restarts": 2, "round_sizes": "full",
-        "likelihood_power": 0.5,
+        "likelihood_power": 0.25, "power_from": 30,
     },
     "refine": {
         "mode": "hmc", "optimizer": "sgd", "steps": 7, "learning_rate": 0.2,

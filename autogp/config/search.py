@@ -144,9 +144,15 @@ class SMCConfig:
     )
     likelihood_power: float = key(
         _SMC.likelihood_power,
-        "learning rate of a power posterior: weights, structure moves and refinement see "
-        "likelihood_power * log likelihood (1: the Bayesian posterior)", "float",
+        "learning rate of a power posterior for series of at least power_from points: "
+        "weights, structure moves and refinement see likelihood_power * log likelihood "
+        "(1: the Bayesian posterior)", "float",
         lo=0.0, hi=1.0, lo_open=True,
+    )
+    power_from: int = key(
+        _SMC.power_from,
+        "series with at least this many training points use likelihood_power; shorter ones "
+        "the Bayesian posterior (0: every series)", "int", lo=0,
     )
     ess_threshold: float = key(
         _SMC.ess_threshold, "resample when ESS < ess_threshold * num_particles", "float",

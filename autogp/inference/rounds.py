@@ -297,6 +297,12 @@ def _round_program(grammar: gr.Grammar, settings: SMCSettings, num_inducing: int
                             (grammar, settings, num_inducing), (state, data, count, key_data))
 
 
+def settings_for(settings: SMCSettings, counts: np.ndarray) -> SMCSettings:
+    """``settings`` with the learning rate of the rounds' final data, the largest count of
+    ``counts`` ``[R, G]`` (:meth:`SMCSettings.for_length`; a no-op on resolved settings)."""
+    return settings.for_length(int(np.max(counts[-1])))
+
+
 def round_sizes(settings: SMCSettings, counts: np.ndarray, padded: int) -> list[int]:
     """The data columns each round of ``counts`` ``[R, G]`` computes on (see :func:`round_size`;
     shuffled data enter in random column order, so then every round needs every column)."""
@@ -311,6 +317,7 @@ def prepare_programs(grammar: gr.Grammar, settings: SMCSettings, data: Data, cou
     side by side (``exported.prepare``)."""
     if not exported.enabled():
         return
+    settings = settings_for(settings, counts)
     G = data.x.shape[0]
     state = state_shapes(grammar, G, num_particles)
     count = jax.ShapeDtypeStruct((G,), jnp.int32)
@@ -364,6 +371,7 @@ def run_draws(
     key: Array, num_inducing: int = 0,
 ) -> SMCState:
     """:func:`draw_parameters`, compiled once per grammar, settings and draw count."""
+    settings = settings.for_length(int(np.max(np.asarray(data.length))))
     return _compiled_draws(grammar, settings, draws, state, data, key=key,
                            num_inducing=num_inducing)
 
@@ -555,6 +563,7 @@ def run_rounds(
 ) -> tuple[SMCState, dict[str, list]]:
     """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
     counts = np.asarray(counts, dtype=np.int32)
+    settings = settings_for(settings, counts)
     history: dict[str, list] = {name: [] for name in (*_DIAGNOSTICS, "count")}
     sizes = round_sizes(settings, counts, data.x.shape[1])
     prepare_programs(grammar, settings, data, counts, num_particles=state.noise.shape[1],

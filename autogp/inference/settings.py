@@ -58,9 +58,23 @@ class SMCSettings:
     # Learning rate eta of a generalised (power) posterior, p(y | T, theta)^eta p(T, theta): the
     # SMC weights, the structure moves' acceptance and the refinement all see eta * log p(y).
     # eta < 1 flattens the posterior over structures where the model family is misspecified
-    # (Grunwald's SafeBayes); 1 is the Bayesian posterior.
-    likelihood_power: float = 1.0
+    # (Grunwald's SafeBayes); 1 is the Bayesian posterior. It applies to series of at least
+    # power_from points: on long series the likelihood piles the weight onto one structure whose
+    # intervals are too narrow at long horizons; on short ones the evidence between structures
+    # is weak already and flattening it lets poor extrapolations in (rolling-origin windows of
+    # both panels, benchmarks/choose_defaults/).
+    likelihood_power: float = 0.5
+    power_from: int = 60
     refine: RefineSettings = dataclasses.field(default_factory=RefineSettings)
+
+    def power_for(self, n: int) -> float:
+        """The learning rate of a series of ``n`` points (1 below ``power_from``)."""
+        return self.likelihood_power if n >= self.power_from else 1.0
+
+    def for_length(self, n: int) -> SMCSettings:
+        """These settings with the learning rate of a series of ``n`` points made explicit, so
+        that every program of the fit sees one number (and shares it with all lengths)."""
+        return dataclasses.replace(self, likelihood_power=self.power_for(n), power_from=0)
 
     def num_inducing(self, n: int) -> int:
         """Inducing points of the likelihood of a series of ``n`` points (0: exact)."""

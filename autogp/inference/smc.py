@@ -147,6 +147,8 @@ def run_smc_panel(
 
     xs, ys, periods = repeat(xs), repeat(ys), repeat(periods)
     num_inducing = settings.num_inducing(max(len(x) for x in xs))
+    # One learning rate per program: the longest series' (smc.power_from).
+    settings = settings.for_length(max(len(x) for x in xs))
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
                      period_peaks=settings.period_peaks, seasonal_periods=periods)
@@ -208,6 +210,8 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     n_new = len(x_all)
     if n_new <= n_old:
         return result
+    # The learning rate the particles were fitted with: that of the old data's length.
+    settings = settings.for_length(n_old)
     rounds = num_rounds or min(n_new - n_old, settings.num_rounds)
     counts = np.unique(np.linspace(n_old, n_new, rounds + 1).round().astype(int)[1:])
     state = SMCState(
