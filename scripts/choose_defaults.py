@@ -289,6 +289,26 @@ def rescore_defaults(table: pd.DataFrame, windows: list[dict]) -> pd.DataFrame:
     return pd.concat([keep, pd.DataFrame(rows)], ignore_index=True)
 
 
+def splice(table: pd.DataFrame, below: str, above: str, n: int) -> pd.DataFrame:
+    """A length rule from finished runs, without fits: candidate ``above``'s row on windows of
+    at least ``n`` training values and ``below``'s elsewhere, as candidate ``"<above> from <n> points, <below> below"``
+    beside both (exact: with the other settings equal, the rule's fit of a window is one of the
+    two, as for ``smc.power_from``). Only windows both candidates have count."""
+    key = ["unique_id", "origin"]
+    a = table[table["candidate"] == below].set_index(key)
+    b = table[table["candidate"] == above].set_index(key)
+    both = a.index.intersection(b.index)
+    if both.empty:
+        raise ValueError(f"no window has rows of both {below!r} and {above!r}")
+    a, b = a.loc[both], b.loc[both]
+    long = (a["cutoff"] >= n).to_numpy()
+    rule = a.copy()
+    rule.loc[long] = b.loc[long].to_numpy()
+    rule["candidate"] = f"{above} from {n} points, {below} below"
+    rule["fit_seconds_new"] = 0.0
+    return pd.concat([a, b, rule]).reset_index()
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dev", type=int, default=12, help="shortest development-panel series")
@@ -303,6 +323,11 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--rescore", action="store_true",
                    help="no fits: rebuild the defaults rows of --out's windows.csv (a run with "
                    "transform=none and transform=log, same series) under the current auto rule")
+    p.add_argument("--splice", nargs=3, metavar=("BELOW", "ABOVE", "N"), default=None,
+                   help="no fits: the length rule 'ABOVE on windows of at least N training "
+                   "values, BELOW elsewhere' from the rows of finished runs (--windows files)")
+    p.add_argument("--windows", nargs="+", type=Path, default=(),
+                   help="windows.csv files of finished runs, for --splice")
     p.add_argument("--tiny", action="store_true",
                    help="smoke test: 2 short dev series, 1 origin, 2 candidates, a tiny model")
     args = p.parse_args(argv)
@@ -315,6 +340,18 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         args.dev, args.m3, args.origins = 2, 0, 1
         names = names if args.candidates else ["defaults", "transform=none"]
         extra = dict(TINY)
+    if args.splice is not None:
+        below, above, n = args.splice
+        table = splice(pd.concat([pd.read_csv(f) for f in args.windows], ignore_index=True),
+                       below, above, int(n))
+        summary = summarise(table)
+        args.out.mkdir(parents=True, exist_ok=True)
+        summary.to_csv(args.out / "summary.csv", index=False)  # the rows are the runs' own
+        note = ("Length rule spliced from finished runs (no fits). Command: python "
+                "scripts/choose_defaults.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+        (args.out / "summary.md").write_text(to_markdown(summary, note))
+        print(to_markdown(summary, note))
+        return summary
     series = load_series(args.dev, args.m3, args.seed)
     if args.limit is not None:
         series = series[: args.limit]

@@ -77,3 +77,30 @@ def test_coverage_by_third_pools_steps_over_windows():
     assert cov["coverage_95_last_third"] == pytest.approx(2 / 3)
     frame.loc[1, "y"] = json.dumps([0, 0, 5])
     assert choose_defaults.coverage_by_third(frame)["coverage_95_middle_third"] == 1.0
+
+
+def test_splice_takes_each_window_from_the_candidate_its_length_picks(tmp_path):
+    """The spliced rule's row of a window is the ABOVE candidate's row when the window has at
+    least N training values, the BELOW candidate's otherwise; its mean is recomputed here."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for name in ("defaults", "power=0.5"):
+        for uid, cutoff in (("a", 30), ("b", 59), ("c", 60), ("d", 120)):
+            y = rng.normal(size=3).tolist()
+            rows.append({"candidate": name, "unique_id": uid, "origin": 1, "cutoff": cutoff,
+                         "mase_median": rng.uniform(), "mase_mean": rng.uniform(),
+                         "scaled_crps": rng.uniform(), "coverage_95": rng.uniform(),
+                         "fit_seconds_new": 1.0, "y": json.dumps(y),
+                         "lo_95": json.dumps([-9.0] * 3), "hi_95": json.dumps([9.0] * 3)})
+    pd.DataFrame(rows).to_csv(tmp_path / "w.csv", index=False)
+    summary = main(["--splice", "defaults", "power=0.5", "60", "--windows",
+                    str(tmp_path / "w.csv"), "--out", str(tmp_path / "out")])
+    table = pd.DataFrame(rows)
+    pick = [(uid, "defaults" if c < 60 else "power=0.5") for uid, c in
+            (("a", 30), ("b", 59), ("c", 60), ("d", 120))]
+    expected = np.mean([table[(table.unique_id == u) & (table.candidate == c)]
+                        ["mase_median"].item() for u, c in pick])
+    rule = summary[summary["candidate"] == "power=0.5 from 60 points, defaults below"].iloc[0]
+    assert rule["windows"] == 4
+    assert rule["mase_median"] == pytest.approx(expected)
+    assert rule["coverage_95_last_third"] == 1.0  # every y inside [-9, 9]
