@@ -291,8 +291,8 @@ def rescore_defaults(table: pd.DataFrame, windows: list[dict]) -> pd.DataFrame:
 
 def splice(table: pd.DataFrame, below: str, above: str, n: int) -> pd.DataFrame:
     """A length rule from finished runs, without fits: candidate ``above``'s row on windows of
-    at least ``n`` training values and ``below``'s elsewhere, as candidate ``"<above> from <n> points, <below> below"``
-    beside both (exact: with the other settings equal, the rule's fit of a window is one of the
+    at least ``n`` training values and ``below``'s elsewhere, as candidate
+    ``"<above> from <n> points, <below> below"`` beside both (exact: with the other settings equal, the rule's fit of a window is one of the
     two, as for ``smc.power_from``). Only windows both candidates have count."""
     key = ["unique_id", "origin"]
     a = table[table["candidate"] == below].set_index(key)
@@ -347,8 +347,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         summary = summarise(table)
         args.out.mkdir(parents=True, exist_ok=True)
         summary.to_csv(args.out / "summary.csv", index=False)  # the rows are the runs' own
+        command = " ".join(argv if argv is not None else sys.argv[1:])
         note = ("Length rule spliced from finished runs (no fits). Command: python "
-                "scripts/choose_defaults.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+                "scripts/choose_defaults.py " + command)
         (args.out / "summary.md").write_text(to_markdown(summary, note))
         print(to_markdown(summary, note))
         return summary
