@@ -292,8 +292,9 @@ def rescore_defaults(table: pd.DataFrame, windows: list[dict]) -> pd.DataFrame:
 def splice(table: pd.DataFrame, below: str, above: str, n: int) -> pd.DataFrame:
     """A length rule from finished runs, without fits: candidate ``above``'s row on windows of
     at least ``n`` training values and ``below``'s elsewhere, as candidate
-    ``"<above> from <n> points, <below> below"`` beside both (exact: with the other settings equal, the rule's fit of a window is one of the
-    two, as for ``smc.power_from``). Only windows both candidates have count."""
+    ``"<above> from <n> points, <below> below"`` beside both (exact: with the other settings
+    equal, the rule's fit of a window is one of the two, as for ``smc.power_from``). Only
+    windows both candidates have count."""
     key = ["unique_id", "origin"]
     a = table[table["candidate"] == below].set_index(key)
     b = table[table["candidate"] == above].set_index(key)
