@@ -62,8 +62,9 @@ class SMCSettings:
     # power_from points: on long series the likelihood piles the weight onto one structure whose
     # intervals are too narrow at long horizons; on short ones the evidence between structures
     # is weak already and flattening it lets poor extrapolations in (rolling-origin windows of
-    # both panels, benchmarks/choose_defaults/).
-    likelihood_power: float = 0.5
+    # both panels, benchmarks/choose_defaults/). Not the default yet: eta is a static part of
+    # the compiled rounds, so series on both sides of power_from would compile two programs.
+    likelihood_power: float = 1.0
     power_from: int = 60
     refine: RefineSettings = dataclasses.field(default_factory=RefineSettings)
 
