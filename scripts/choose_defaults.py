@@ -310,6 +310,14 @@ def splice(table: pd.DataFrame, below: str, above: str, n: int) -> pd.DataFrame:
     return pd.concat([a, b, rule]).reset_index()
 
 
+def write_summary(out: Path, summary: pd.DataFrame, note: str) -> None:
+    """``summary.csv`` and ``summary.md`` (the table under ``note``) in ``out``; printed too."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(out / "summary.csv", index=False)
+    (out / "summary.md").write_text(to_markdown(summary, note))
+    print(to_markdown(summary, note))
+
+
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dev", type=int, default=12, help="shortest development-panel series")
@@ -332,6 +340,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--tiny", action="store_true",
                    help="smoke test: 2 short dev series, 1 origin, 2 candidates, a tiny model")
     args = p.parse_args(argv)
+    command = "python scripts/choose_defaults.py " + " ".join(
+        argv if argv is not None else sys.argv[1:])
     names = list(CANDIDATES) if args.candidates is None else args.candidates.split(",")
     unknown = [n for n in names if n not in CANDIDATES]
     if unknown:
@@ -346,13 +356,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         table = splice(pd.concat([pd.read_csv(f) for f in args.windows], ignore_index=True),
                        below, above, int(n))
         summary = summarise(table)
-        args.out.mkdir(parents=True, exist_ok=True)
-        summary.to_csv(args.out / "summary.csv", index=False)  # the rows are the runs' own
-        command = " ".join(argv if argv is not None else sys.argv[1:])
-        note = ("Length rule spliced from finished runs (no fits). Command: python "
-                "scripts/choose_defaults.py " + command)
-        (args.out / "summary.md").write_text(to_markdown(summary, note))
-        print(to_markdown(summary, note))
+        # no windows.csv: the rows are the finished runs' own
+        write_summary(args.out, summary,
+                      f"Length rule spliced from finished runs (no fits). Command: {command}")
         return summary
     series = load_series(args.dev, args.m3, args.seed)
     if args.limit is not None:
@@ -372,17 +378,14 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     summary = summarise(table)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "windows.csv", index=False)
-    summary.to_csv(args.out / "summary.csv", index=False)
     note = (f"Rolling-origin validation on training data only: {len(series)} series "
             f"({args.dev} development-panel, {args.m3} M3 monthly), {args.origins} origins each, "
-            f"{len(windows)} windows; seed {args.seed}. Command: python scripts/choose_defaults.py "
-            + " ".join(argv if argv is not None else sys.argv[1:]))
+            f"{len(windows)} windows; seed {args.seed}. Command: {command}")
     if args.rescore:
         n = int((table["candidate"] == "defaults").sum())
         note += (f"\n\n`defaults` rebuilt from the none/log fits under the current auto rule "
                  f"({n} of {len(windows)} windows; the rest would need a Box-Cox fit).")
-    (args.out / "summary.md").write_text(to_markdown(summary, note))
-    print(to_markdown(summary, note))
+    write_summary(args.out, summary, note)
     return summary
 
 

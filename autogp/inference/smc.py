@@ -146,9 +146,10 @@ def run_smc_panel(
         return [v for v in seq for _ in range(runs)]
 
     xs, ys, periods = repeat(xs), repeat(ys), repeat(periods)
-    num_inducing = settings.num_inducing(max(len(x) for x in xs))
+    longest = max(len(x) for x in xs)
+    num_inducing = settings.num_inducing(longest)
     # One learning rate per program: the longest series' (smc.power_from).
-    settings = settings.for_length(max(len(x) for x in xs))
+    settings = settings.for_length(longest)
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
                      period_peaks=settings.period_peaks, seasonal_periods=periods)
