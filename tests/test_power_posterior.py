@@ -1,18 +1,21 @@
 """The power posterior (``smc.likelihood_power`` = eta): every likelihood the SMC weighs by is
 eta times the exact one, so a round's weights and evidence follow the tempered formulas; the
-key is validated; eta = 1 is the Bayesian program itself; series shorter than
-``smc.power_from`` points get eta = 1."""
+key is validated; eta is per-series data (``Data.power``), 1 multiplying by exactly 1.0; series
+shorter than ``smc.power_from`` points get eta = 1."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.special import logsumexp
 
 from autogp.config import ConfigError, load_config
+from autogp.evaluator import log_marginal_likelihood
 from autogp.inference import rounds
 from autogp.inference.settings import SMCSettings
 from tests.helpers import small_smc_problem
@@ -21,8 +24,8 @@ from tests.helpers import small_smc_problem
 def _one_round(power: float):
     """One reweighting round on 12 points, no resampling, no moves, no refinement."""
     grammar, settings, data, state = small_smc_problem((30,), 6, regular=True, moves=0, steps=0)
-    settings = dataclasses.replace(settings, likelihood_power=power, power_from=0,
-                                   ess_threshold=0.0)
+    settings = dataclasses.replace(settings, ess_threshold=0.0)
+    data = eqx.tree_at(lambda d: d.power, data, jnp.asarray([power]))
     final, _ = rounds.run_rounds(grammar, settings, state, data, np.array([[12]]),
                                  key=jax.random.key(0))
     return state, final
@@ -45,12 +48,21 @@ def test_a_round_weighs_by_eta_times_the_log_likelihood():
     assert ess[1] > ess[0]
 
 
-def test_eta_one_leaves_the_likelihood_function_itself():
-    def loglik(ops, params, noise):
-        return ops
-
-    assert rounds.tempered(loglik, 1.0) is loglik
-    assert rounds.tempered(loglik, 0.25)(8.0, None, None) == 2.0
+def test_each_series_is_weighed_by_its_own_rate_and_a_rate_of_one_is_exact():
+    """A panel of two series with rates (1, 0.25): the batched likelihood is the evaluator's
+    own, bit for bit, on the first and a quarter of it on the second."""
+    grammar, _, data, state = small_smc_problem((30, 40), 4, regular=True)
+    data = eqx.tree_at(lambda d: d.power, data, jnp.asarray([1.0, 0.25]))
+    G, P = state.noise.shape
+    flat = [a.reshape((G * P,) + a.shape[2:]) for a in (state.ops, state.params, state.noise)]
+    got = np.asarray(rounds.likelihood_fn(data, data.length, P)(*flat)).reshape(G, P)
+    mask = data.rank < data.length[:, None]
+    exact = np.asarray(log_marginal_likelihood(
+        *flat, jnp.repeat(data.x, P, axis=0), jnp.repeat(data.y, P, axis=0),
+        jnp.repeat(mask, P, axis=0), regular_grid=data.regular_grid)).reshape(G, P)
+    assert np.all(np.isfinite(exact))
+    np.testing.assert_array_equal(got[0], exact[0])
+    np.testing.assert_allclose(got[1], 0.25 * exact[1], rtol=1e-14)
 
 
 @pytest.mark.parametrize("bad", [0.0, -0.5, 1.5])
@@ -59,34 +71,38 @@ def test_the_key_names_itself_when_out_of_range(bad):
         load_config({"smc": {"likelihood_power": bad}})
 
 
+def test_make_data_rejects_rates_outside_zero_one():
+    x = [np.linspace(0, 1, 5)]
+    with pytest.raises(ValueError, match="learning rate"):
+        rounds.make_data(x, x, power=[0.0])
+    with pytest.raises(ValueError, match="learning rate"):
+        rounds.make_data(x, x, power=[0.5, 0.5])
+
+
 def test_the_learning_rate_applies_from_power_from_points():
     settings = SMCSettings(likelihood_power=0.5, power_from=60)
     assert [settings.power_for(n) for n in (1, 59, 60, 5000)] == [1.0, 1.0, 0.5, 0.5]
-    for n in (59, 60):
-        resolved = settings.for_length(n)
-        assert resolved.power_from == 0 and resolved.likelihood_power == settings.power_for(n)
-        assert resolved.for_length(1) == resolved  # resolving twice changes nothing
     assert SMCSettings(likelihood_power=0.25, power_from=0).power_for(1) == 0.25
+    assert SMCSettings(likelihood_power=1.0, power_from=0).power_for(100) == 1.0
 
 
-def _rounds(**power):
-    """Two rounds (6, then 12 points) of the small problem with the given learning-rate keys."""
-    grammar, settings, data, state = small_smc_problem((30,), 6, regular=True, moves=1, steps=2)
-    settings = dataclasses.replace(settings, **power)
-    final, _ = rounds.run_rounds(grammar, settings, state, data, np.array([[6], [12]]),
-                                 key=jax.random.key(3))
-    return final
+def test_a_panel_fit_gives_each_series_the_rate_of_its_length(monkeypatch):
+    """run_smc_panel builds its data with the rule's rate per series (30 points: 1; 70: 0.5)."""
+    from autogp.inference import smc
 
+    seen = {}
+    make_data = smc.make_data
 
-def test_the_rounds_use_the_rate_of_their_final_data_length():
-    """12 points: tempered when power_from <= 12, the Bayesian rounds when it is 13."""
-    from_12 = _rounds(likelihood_power=0.5, power_from=12)
-    everywhere = _rounds(likelihood_power=0.5, power_from=0)
-    for a, b in zip(jax.tree.leaves(from_12), jax.tree.leaves(everywhere), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    from_13 = _rounds(likelihood_power=0.5, power_from=13)
-    bayes = _rounds(likelihood_power=1.0)
-    for a, b in zip(jax.tree.leaves(from_13), jax.tree.leaves(bayes), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    # and the two differ: the rate reached the weights
-    assert not np.allclose(np.asarray(from_12.log_evidence), np.asarray(bayes.log_evidence))
+    def spy(*args, **kwargs):
+        data = make_data(*args, **kwargs)
+        seen["power"] = np.asarray(data.power)
+        raise KeyboardInterrupt  # the data are all this test needs
+
+    monkeypatch.setattr(smc, "make_data", spy)
+    grammar, settings, _, _ = small_smc_problem((30,), 4, regular=True)
+    settings = dataclasses.replace(settings, likelihood_power=0.5, power_from=60)
+    xs = [np.linspace(0, 1, n) for n in (30, 70)]
+    with pytest.raises(KeyboardInterrupt):
+        smc.run_smc_panel(xs, [np.sin(9 * x) for x in xs], grammar, settings,
+                          key=jax.random.key(0))
+    np.testing.assert_array_equal(seen["power"], [1.0, 0.5])

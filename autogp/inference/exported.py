@@ -193,6 +193,19 @@ def prepare(where: Path | None, programs: Sequence[Program]) -> None:
         _loaded[key] = _pool().submit(lowered.compile)
 
 
+def forget() -> None:
+    """Drop every program this process has loaded, once those still compiling finish (the next
+    fit loads them again, from disk where the cache is on). Each compiled XLA:CPU program holds
+    memory mappings until it is freed, and a process may hold at most ``vm.max_map_count``
+    (65,530 by default) before XLA's compiler crashes: a process that fits many different
+    configurations (a test suite, a service) calls this between them, beside
+    ``jax.clear_caches()``."""
+    for program in list(_loaded.values()):
+        if isinstance(program, Future):
+            program.exception()  # wait; a failed compilation has nothing to free
+    _loaded.clear()
+
+
 def programs(name: str) -> int:
     """How many of ``name``'s programs this process has loaded or exported (one per distinct
     key: a second fit with the same settings and shapes adds none)."""
@@ -241,5 +254,5 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["Program", "call", "directory", "enabled", "prepare", "program_key", "programs",
-           "shapes"]
+__all__ = ["Program", "call", "directory", "enabled", "forget", "prepare", "program_key",
+           "programs", "shapes"]

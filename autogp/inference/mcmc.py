@@ -81,7 +81,8 @@ def fit_mcmc(
     P = settings.num_particles
     k_init, k_run = jax.random.split(key)
     # Time order, no shuffle: every round sees all points.
-    data = rounds.make_data([x], [y], period_peaks=settings.period_peaks)
+    data = rounds.make_data([x], [y], period_peaks=settings.period_peaks,
+                            power=[settings.power_for(len(x))])
     counts = np.full((iterations, 1), len(x), dtype=np.int32)
     state = rounds.init_state(grammar, 1, P, key=k_init)
     state, history = rounds.run_rounds(

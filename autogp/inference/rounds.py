@@ -48,8 +48,10 @@ class Data(eqx.Module):
     """Padded data of G series: ``x``, ``y`` ``[G, N]``; ``rank`` the order in which points are
     added (a point is in round r's data when ``rank < count[r]``); ``length`` ``[G]``;
     ``period_centers``/``period_log_weights`` ``[G, K]`` the periodogram peaks (log periods)
-    behind the period proposal; ``regular_grid`` (static) whether every row of ``x`` is evenly
-    spaced, padding included."""
+    behind the period proposal; ``power`` ``[G]`` each series' learning rate eta (the SMC
+    weighs by ``eta * log p(y)``; data, not a static setting, so one program serves series
+    with different rates, see :meth:`SMCSettings.power_for`); ``regular_grid`` (static)
+    whether every row of ``x`` is evenly spaced, padding included."""
 
     x: Array
     y: Array
@@ -57,6 +59,7 @@ class Data(eqx.Module):
     length: Array
     period_centers: Array
     period_log_weights: Array
+    power: Array
     regular_grid: bool = eqx.field(static=True, default=False)
 
 
@@ -71,27 +74,24 @@ def _unflat(a, G):
 
 def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0):
     """Batched log likelihood on round data, over flattened [G*P] particles (the sparse bound
-    with ``num_inducing`` inducing points when positive)."""
+    with ``num_inducing`` inducing points when positive), times each series' learning rate
+    (``data.power``; a rate of 1 multiplies by exactly 1.0, the Bayesian likelihood)."""
     mask = data.rank < count[:, None]  # [G, N]
     x = jnp.repeat(data.x, P, axis=0)
     y = jnp.repeat(data.y, P, axis=0)
     m = jnp.repeat(mask, P, axis=0)
+    power = jnp.repeat(data.power, P, axis=0)
 
     def fn(ops, params, noise):
         if num_inducing > 0:
-            return sparse_log_marginal_likelihood(ops, params, noise, x, y, m,
-                                                  num_inducing=num_inducing)
-        return log_marginal_likelihood(ops, params, noise, x, y, m, regular_grid=data.regular_grid)
+            ll = sparse_log_marginal_likelihood(ops, params, noise, x, y, m,
+                                                num_inducing=num_inducing)
+        else:
+            ll = log_marginal_likelihood(ops, params, noise, x, y, m,
+                                         regular_grid=data.regular_grid)
+        return power * ll
 
     return fn
-
-
-def tempered(loglik, power: float):
-    """``power * loglik``: the likelihood term of a power posterior (``power == 1``: unchanged,
-    so the default program is the Bayesian one, operation for operation)."""
-    if power == 1.0:
-        return loglik
-    return lambda ops, params, noise: power * loglik(ops, params, noise)
 
 
 def _log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array):
@@ -134,7 +134,7 @@ def smc_round(
     ``num_inducing``: inducing points of the sparse likelihood (0: exact), see
     :meth:`SMCSettings.num_inducing`."""
     G, P = state.noise.shape
-    loglik = tempered(likelihood_fn(data, count, P, num_inducing), settings.likelihood_power)
+    loglik = likelihood_fn(data, count, P, num_inducing)
 
     # Reweight by the incremental likelihood.
     new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
@@ -297,12 +297,6 @@ def _round_program(grammar: gr.Grammar, settings: SMCSettings, num_inducing: int
                             (grammar, settings, num_inducing), (state, data, count, key_data))
 
 
-def settings_for(settings: SMCSettings, counts: np.ndarray) -> SMCSettings:
-    """``settings`` with the learning rate of the rounds' final data, the largest count of
-    ``counts`` ``[R, G]`` (:meth:`SMCSettings.for_length`; a no-op on resolved settings)."""
-    return settings.for_length(int(np.max(counts[-1])))
-
-
 def round_sizes(settings: SMCSettings, counts: np.ndarray, padded: int) -> list[int]:
     """The data columns each round of ``counts`` ``[R, G]`` computes on (see :func:`round_size`;
     shuffled data enter in random column order, so then every round needs every column)."""
@@ -317,7 +311,6 @@ def prepare_programs(grammar: gr.Grammar, settings: SMCSettings, data: Data, cou
     side by side (``exported.prepare``)."""
     if not exported.enabled():
         return
-    settings = settings_for(settings, counts)
     G = data.x.shape[0]
     state = state_shapes(grammar, G, num_particles)
     count = jax.ShapeDtypeStruct((G,), jnp.int32)
@@ -350,8 +343,8 @@ def draw_parameters(
         return jnp.repeat(a, draws, axis=1)
 
     ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
-    log_posterior = _log_posterior_fn(grammar, tempered(likelihood_fn(
-        data, data.length, P * draws, num_inducing), settings.likelihood_power), ops)
+    log_posterior = _log_posterior_fn(
+        grammar, likelihood_fn(data, data.length, P * draws, num_inducing), ops)
     drawn = _hmc(settings.refine, log_posterior, ops, params, noise, key=key)
     return state._replace(
         ops=_unflat(ops, G),
@@ -371,7 +364,6 @@ def run_draws(
     key: Array, num_inducing: int = 0,
 ) -> SMCState:
     """:func:`draw_parameters`, compiled once per grammar, settings and draw count."""
-    settings = settings.for_length(int(np.max(np.asarray(data.length))))
     return _compiled_draws(grammar, settings, draws, state, data, key=key,
                            num_inducing=num_inducing)
 
@@ -518,11 +510,15 @@ def data_prefix(data: Data, size: int) -> Data:
 def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
               shuffle: bool = False, key: Array | None = None,
               period_peaks: int = SMCSettings.period_peaks,
-              seasonal_periods: Sequence[float | Sequence[float] | None] | None = None
-              ) -> Data:
+              seasonal_periods: Sequence[float | Sequence[float] | None] | None = None,
+              power: Sequence[float] | None = None) -> Data:
     """Pad a list of series to a common length (padding is masked out forever) and find each
-    series' periodogram peaks for the period proposal."""
+    series' periodogram peaks for the period proposal. ``power``: each series' learning rate
+    (default 1, the Bayesian posterior; :meth:`SMCSettings.power_for` gives the rule's)."""
     G = len(xs)
+    power = np.ones(G) if power is None else np.asarray(power, dtype=float)
+    if power.shape != (G,) or not np.all((power > 0) & (power <= 1)):
+        raise ValueError(f"power must hold one learning rate in (0, 1] per series, got {power}")
     N = padded_length(max(len(x) for x in xs)) if pad_to is None else pad_to
     x = np.zeros((G, N))
     y = np.zeros((G, N))
@@ -545,7 +541,8 @@ def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int
     )
     return Data(jnp.asarray(x), jnp.asarray(y), jnp.asarray(rank),
                 jnp.asarray([len(v) for v in xs], dtype=jnp.int32),
-                jnp.asarray(centers), jnp.asarray(log_weights), is_regular_grid(x))
+                jnp.asarray(centers), jnp.asarray(log_weights), jnp.asarray(power),
+                is_regular_grid(x))
 
 
 # --- the rounds of a fit ------------------------------------------------------------------------
@@ -563,7 +560,6 @@ def run_rounds(
 ) -> tuple[SMCState, dict[str, list]]:
     """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
     counts = np.asarray(counts, dtype=np.int32)
-    settings = settings_for(settings, counts)
     history: dict[str, list] = {name: [] for name in (*_DIAGNOSTICS, "count")}
     sizes = round_sizes(settings, counts, data.x.shape[1])
     prepare_programs(grammar, settings, data, counts, num_particles=state.noise.shape[1],

@@ -62,20 +62,15 @@ class SMCSettings:
     # power_from points: on long series the likelihood piles the weight onto one structure whose
     # intervals are too narrow at long horizons; on short ones the evidence between structures
     # is weak already and flattening it lets poor extrapolations in (rolling-origin windows of
-    # both panels, benchmarks/choose_defaults/). Not the default yet: eta is a static part of
-    # the compiled rounds, so series on both sides of power_from would compile two programs.
-    likelihood_power: float = 1.0
+    # both panels, benchmarks/choose_defaults/). Each series' rate is data of the compiled
+    # rounds (rounds.Data.power), so series on both sides of power_from share one program.
+    likelihood_power: float = 0.5
     power_from: int = 60
     refine: RefineSettings = dataclasses.field(default_factory=RefineSettings)
 
     def power_for(self, n: int) -> float:
         """The learning rate of a series of ``n`` points (1 below ``power_from``)."""
         return self.likelihood_power if n >= self.power_from else 1.0
-
-    def for_length(self, n: int) -> SMCSettings:
-        """These settings with the learning rate of a series of ``n`` points made explicit, so
-        that every program of the fit sees one number (and shares it with all lengths)."""
-        return dataclasses.replace(self, likelihood_power=self.power_for(n), power_from=0)
 
     def num_inducing(self, n: int) -> int:
         """Inducing points of the likelihood of a series of ``n`` points (0: exact)."""

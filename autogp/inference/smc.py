@@ -32,7 +32,6 @@ from autogp.inference.rounds import (
     prepare_programs,
     run_draws,
     run_rounds,
-    tempered,
 )
 from autogp.inference.settings import SMCSettings
 
@@ -148,11 +147,10 @@ def run_smc_panel(
     xs, ys, periods = repeat(xs), repeat(ys), repeat(periods)
     longest = max(len(x) for x in xs)
     num_inducing = settings.num_inducing(longest)
-    # One learning rate per program: the longest series' (smc.power_from).
-    settings = settings.for_length(longest)
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
-                     period_peaks=settings.period_peaks, seasonal_periods=periods)
+                     period_peaks=settings.period_peaks, seasonal_periods=periods,
+                     power=[settings.power_for(len(x)) for x in xs])
     per_series = [
         schedule_counts(len(x), settings.schedule, settings.num_rounds, settings.counts)
         for x in xs
@@ -204,15 +202,14 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     """
     x_all, y_all = np.asarray(x_all), np.asarray(y_all)
     num_inducing = settings.num_inducing(len(x_all))
-    data = make_data([x_all], [y_all], period_peaks=settings.period_peaks,
-                     seasonal_periods=[seasonal_period])
     n_old = int(np.asarray(result.history["count"][-1]).ravel()[0]) if result.history.get(
         "count") else len(x_all)
     n_new = len(x_all)
     if n_new <= n_old:
         return result
     # The learning rate the particles were fitted with: that of the old data's length.
-    settings = settings.for_length(n_old)
+    data = make_data([x_all], [y_all], period_peaks=settings.period_peaks,
+                     seasonal_periods=[seasonal_period], power=[settings.power_for(n_old)])
     rounds = num_rounds or min(n_new - n_old, settings.num_rounds)
     counts = np.unique(np.linspace(n_old, n_new, rounds + 1).round().astype(int)[1:])
     state = SMCState(
@@ -222,8 +219,7 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
         log_evidence=jnp.asarray([result.log_marginal_likelihood]),
     )
     # Current likelihoods on the old data (the state stores them only inside a fit).
-    old = tempered(likelihood_fn(data, jnp.asarray([n_old]), len(result.noise), num_inducing),
-                   settings.likelihood_power)
+    old = likelihood_fn(data, jnp.asarray([n_old]), len(result.noise), num_inducing)
     state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
     state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
                                 num_inducing=num_inducing, callback=callback)
