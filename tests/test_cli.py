@@ -275,19 +275,3 @@ def test_fit_end_to_end_with_the_real_engine(tmp_path):
     assert result.stdout.encode() == out1.read_bytes()  # the saved model predicts the same
     result = runner.invoke(app, ["explain", str(saved)])
     assert result.exit_code == 0 and "%" in result.stdout
-
-
-@pytest.mark.slow
-def test_panel_fit_in_worker_processes_matches_one_process():
-    df = pd.read_csv(AIRLINE)
-    panel = pd.concat(
-        [df.assign(unique_id="a"), df.assign(unique_id="b", y=df["y"] * 0.5 + 10)],
-        ignore_index=True,
-    )
-    config = {
-        "smc": {"num_particles": 2, "num_rounds": 2, "structure_moves": 1},
-        "refine": {"steps": 2},
-    }
-    one = AutoGP(config, progress=False).fit(panel).predict(6)
-    two = AutoGP({**config, "smc": {**config["smc"], "workers": 2}}, progress=False)
-    pd.testing.assert_frame_equal(one, two.fit(panel).predict(6))
