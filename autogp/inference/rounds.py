@@ -254,7 +254,7 @@ def _run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data
     disk where JAX's persistent cache is on, so a fresh process skips tracing), or the jitted
     round where ``AUTOGP_EXPORTED_ROUNDS=0``."""
     if not exported.enabled():
-        return _compiled_round(grammar, settings, state, data, count, key=key,
+        return _compiled_round(grammar, settings.for_programs(), state, data, count, key=key,
                                num_inducing=num_inducing)
     program = _round_program(grammar, settings, num_inducing, state, data, count,
                              jax.random.key_data(key))
@@ -288,13 +288,14 @@ def _init_program(grammar: gr.Grammar, settings: SMCSettings | None, G: int, P: 
         return exported.Program("init_prior", _init_prior_on_key_data, (grammar, G, P),
                                 (key_data,))
     return exported.Program("init_proposal", _init_proposal_on_key_data,
-                            (grammar, settings, G, P), (key_data, data))
+                            (grammar, settings.for_programs(), G, P), (key_data, data))
 
 
 def _round_program(grammar: gr.Grammar, settings: SMCSettings, num_inducing: int, state, data,
                    count, key_data) -> exported.Program:
     return exported.Program("smc_round", _smc_round_on_key_data,
-                            (grammar, settings, num_inducing), (state, data, count, key_data))
+                            (grammar, settings.for_programs(), num_inducing),
+                            (state, data, count, key_data))
 
 
 def round_sizes(settings: SMCSettings, counts: np.ndarray, padded: int) -> list[int]:
@@ -364,7 +365,7 @@ def run_draws(
     key: Array, num_inducing: int = 0,
 ) -> SMCState:
     """:func:`draw_parameters`, compiled once per grammar, settings and draw count."""
-    return _compiled_draws(grammar, settings, draws, state, data, key=key,
+    return _compiled_draws(grammar, settings.for_programs(), draws, state, data, key=key,
                            num_inducing=num_inducing)
 
 
@@ -408,7 +409,8 @@ def init_state(
         return exported.call(exported.directory(), program, out_treedef)
     if not use_proposal:
         return _compiled_init(grammar, num_series, num_particles, key)
-    return _compiled_init_proposal(grammar, settings, num_series, num_particles, key, data)
+    return _compiled_init_proposal(grammar, settings.for_programs(), num_series, num_particles,
+                                   key, data)
 
 
 def _prior_state(grammar: gr.Grammar, G: int, P: int, key: Array) -> SMCState:

@@ -72,9 +72,26 @@ class SMCSettings:
         """The learning rate of a series of ``n`` points (1 below ``power_from``)."""
         return self.likelihood_power if n >= self.power_from else 1.0
 
+    def for_programs(self) -> SMCSettings:
+        """These settings with every field the compiled programs (initial particles, round,
+        posterior draws) do not read set to its default: they key the programs, so two fits
+        that differ only in the schedule, the learning rate (data of the round: rounds.Data.power)
+        or the likelihood's choice (num_inducing is its own key) share their programs."""
+        host_only = {name: field.default for name, field in _FIELDS.items()
+                     if name in _HOST_ONLY}
+        return dataclasses.replace(
+            self, **host_only, refine=dataclasses.replace(self.refine, posterior_draws=0))
+
     def num_inducing(self, n: int) -> int:
         """Inducing points of the likelihood of a series of ``n`` points (0: exact)."""
         return inducing_points_for(n, self.likelihood, self.inducing_points, self.sparse_above)
 
+
+_FIELDS = {field.name: field for field in dataclasses.fields(SMCSettings)}
+# Read on the host only (schedules, padding, the likelihood's choice, the learning rate by
+# length): never inside a compiled program. A field left off this list only costs compiles.
+_HOST_ONLY = ("num_particles", "schedule", "num_rounds", "restarts", "counts", "shuffle",
+              "round_sizes", "period_peaks", "likelihood", "inducing_points", "sparse_above",
+              "likelihood_power", "power_from")
 
 __all__ = ["RefineSettings", "SMCSettings"]
