@@ -1,6 +1,15 @@
+import atexit
 import os
+import shutil
+import tempfile
 
-import jax
+# The suite compiles hundreds of programs and runs each on toy data: XLA:CPU's backend (LLVM)
+# optimisation is about a third of every compile and buys nothing at these sizes. Set before
+# JAX starts its backend; worker processes set XLA_FLAGS of their own (autogp.parallel).
+os.environ["XLA_FLAGS"] = " ".join(
+    filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
+
+import jax  # noqa: E402
 import pytest
 from jax._src import compilation_cache
 
@@ -10,21 +19,27 @@ from autogp.inference import exported
 # silently change the user's other JAX code); the test session opts in, as users are told to.
 jax.config.update("jax_enable_x64", True)
 
-# The suite runs without JAX's persistent compilation cache; the test of the workers' cache
-# (test_parallel) sets its own folder for the worker processes.
-os.environ.setdefault("AUTOGP_CACHE_DIR", "off")
+# Most of the suite's time is XLA compiling the same few programs again: after the caches are
+# freed (below), in CLI runs and in worker processes. One persistent compilation cache for the
+# whole session, in a fresh folder deleted at exit, turns those into loads; nothing is read
+# from a user's cache. Worker processes (test_parallel) inherit it through the environment.
+SESSION_CACHE = tempfile.mkdtemp(prefix="autogp-test-cache-")
+atexit.register(shutil.rmtree, SESSION_CACHE, ignore_errors=True)
+os.environ["AUTOGP_CACHE_DIR"] = SESSION_CACHE
+os.environ["JAX_COMPILATION_CACHE_DIR"] = SESSION_CACHE
+jax.config.update("jax_compilation_cache_dir", SESSION_CACHE)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
 @pytest.fixture(autouse=True)
-def no_persistent_cache_left_behind():
-    """CLI tests run the command in this process, and the command switches on JAX's persistent
-    cache for the whole process, in whatever folder the test set (test_parallel's is a
-    temporary folder, deleted after its module). Switch it off again after every test, so no
-    test compiles into another test's folder. (This alone did not stop the XLA
-    segfault; see the next fixture.)"""
+def session_cache_restored():
+    """CLI tests run the command in this process, and the command points JAX's persistent
+    cache at whatever folder the test set (some set a temporary folder, deleted after the
+    test). Point it back at the session's folder after every test, so no test compiles into
+    another test's folder."""
     yield
-    if jax.config.jax_compilation_cache_dir is not None:
-        jax.config.update("jax_compilation_cache_dir", None)
+    if jax.config.jax_compilation_cache_dir != SESSION_CACHE:
+        jax.config.update("jax_compilation_cache_dir", SESSION_CACHE)
         compilation_cache.reset_cache()
 
 

@@ -66,20 +66,13 @@ def _with(config: dict, **smc) -> dict:
 
 @pytest.fixture(scope="module")
 def cache_env():
-    """One JAX compilation cache for this module's worker processes (they inherit the
-    environment), so each compiled shape is built once per worker."""
-    import tempfile
+    """The worker processes inherit the session's JAX compilation cache (tests/conftest.py)
+    through the environment, so each compiled shape is built once per session."""
+    from tests.conftest import SESSION_CACHE
 
-    saved = {k: os.environ.get(k) for k in ("AUTOGP_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
-    with tempfile.TemporaryDirectory() as where:
-        os.environ["AUTOGP_CACHE_DIR"] = where
-        os.environ["JAX_COMPILATION_CACHE_DIR"] = where
-        yield where
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    assert os.environ["AUTOGP_CACHE_DIR"] == os.environ["JAX_COMPILATION_CACHE_DIR"]
+    assert os.environ["AUTOGP_CACHE_DIR"] == SESSION_CACHE
+    return SESSION_CACHE
 
 
 @pytest.fixture(scope="module")

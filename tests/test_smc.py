@@ -172,8 +172,10 @@ def test_recovers_linear_plus_periodic_structure():
     # the data were drawn from. The default power posterior on 200 points (eta = 0.5) is
     # flatter over structures by design, and with 8 particles put under half its weight on
     # LIN and PER together in a run of this test.
+    # Every round on all the padded data: one compiled round instead of one per round size
+    # (the sizes change only the cost: test_round_sizes).
     cfg = load_config({"smc": {"num_particles": 8, "num_rounds": 5, "structure_moves": 5,
-                               "likelihood_power": 1.0},
+                               "likelihood_power": 1.0, "round_sizes": "full"},
                        "refine": {"steps": 30}})
     # One small run can lock onto a local mode (a lone GE explains these data at a far lower
     # evidence): three independent runs, pooled by their evidence estimates, must find it.
@@ -195,7 +197,9 @@ def test_airline_top_structures_have_a_twelve_month_period():
     x = np.arange(126) / 125.0  # one unit = 125 months
     y = (y - y.mean()) / y.std()
     # The benchmark configuration (issue: 8 particles, 10 rounds, 10 moves per round).
-    cfg = load_config({"smc": {"num_particles": 8, "num_rounds": 10, "structure_moves": 10}})
+    # (Every round on all the padded data: one compiled round, as in the recovery test.)
+    cfg = load_config({"smc": {"num_particles": 8, "num_rounds": 10, "structure_moves": 10,
+                               "round_sizes": "full"}})
     result = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(0))
     w = np.exp(result.log_weights)
 
