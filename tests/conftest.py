@@ -6,14 +6,15 @@ import tempfile
 # The suite compiles hundreds of programs and runs each on toy data: XLA:CPU's backend (LLVM)
 # optimisation is about a third of every compile and buys nothing at these sizes. Set before
 # JAX starts its backend; worker processes set XLA_FLAGS of their own (autogp.parallel).
-os.environ["XLA_FLAGS"] = " ".join(
-    filter(None, [os.environ.get("XLA_FLAGS"), "--xla_backend_optimization_level=0"]))
+_FAST_COMPILE = "--xla_backend_optimization_level=0"
+if _FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _FAST_COMPILE]))
 
 import jax  # noqa: E402
-import pytest
-from jax._src import compilation_cache
+import pytest  # noqa: E402
+from jax._src import compilation_cache  # noqa: E402
 
-from autogp.inference import exported
+from autogp.inference import exported  # noqa: E402
 
 # GP math runs in float64. The library never flips this global switch on import (that would
 # silently change the user's other JAX code); the test session opts in, as users are told to.
@@ -22,9 +23,13 @@ jax.config.update("jax_enable_x64", True)
 # Most of the suite's time is XLA compiling the same few programs again: after the caches are
 # freed (below), in CLI runs and in worker processes. One persistent compilation cache for the
 # whole session, in a fresh folder deleted at exit, turns those into loads; nothing is read
-# from a user's cache. Worker processes (test_parallel) inherit it through the environment.
-SESSION_CACHE = tempfile.mkdtemp(prefix="autogp-test-cache-")
-atexit.register(shutil.rmtree, SESSION_CACHE, ignore_errors=True)
+# from a user's cache. pytest-xdist's test processes and autogp's worker processes
+# (test_parallel) inherit it through the environment; the process that made it deletes it.
+SESSION_CACHE = os.environ.get("AUTOGP_TEST_SESSION_CACHE", "")
+if not SESSION_CACHE:
+    SESSION_CACHE = tempfile.mkdtemp(prefix="autogp-test-cache-")
+    os.environ["AUTOGP_TEST_SESSION_CACHE"] = SESSION_CACHE
+    atexit.register(shutil.rmtree, SESSION_CACHE, ignore_errors=True)
 os.environ["AUTOGP_CACHE_DIR"] = SESSION_CACHE
 os.environ["JAX_COMPILATION_CACHE_DIR"] = SESSION_CACHE
 jax.config.update("jax_compilation_cache_dir", SESSION_CACHE)

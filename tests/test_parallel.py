@@ -31,6 +31,7 @@ from autogp.parallel import (
     fit_chunk,
     fit_panel,
     series_outputs,
+    single_thread_env,
 )
 from tests.test_forecast import install_fake_smc
 
@@ -177,6 +178,15 @@ def test_run_lists_bad_series_in_errors_csv(monkeypatch, tmp_path):
     assert "only 2 observations" in errors["error"].iloc[0]
     fc = pd.read_csv(tmp_path / "out" / "forecast.csv")
     assert fc["unique_id"].unique().tolist() == ["a", "b", "c"] and len(fc) == 9
+
+
+def test_workers_keep_the_callers_xla_flags_and_run_single_threaded():
+    flag = "--xla_cpu_multi_thread_eigen=false"
+    assert single_thread_env({})["XLA_FLAGS"] == flag
+    env = single_thread_env({"XLA_FLAGS": "--xla_force_host_platform_device_count=4 "
+                                          "--xla_cpu_multi_thread_eigen=true"})
+    assert env["XLA_FLAGS"] == f"--xla_force_host_platform_device_count=4 {flag}"
+    assert env["OPENBLAS_NUM_THREADS"] == env["OMP_NUM_THREADS"] == "1"
 
 
 # ---- backends: same forecasts everywhere -----------------------------------------------------

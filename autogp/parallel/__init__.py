@@ -15,6 +15,7 @@ from autogp.parallel.work import (
     fit_chunk,
     fit_series,
     series_outputs,
+    single_thread_env,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "read_series_tolerant",
     "resolve_workers",
     "series_outputs",
+    "single_thread_env",
 ]

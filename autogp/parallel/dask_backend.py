@@ -24,7 +24,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from autogp.config import ConfigError
 from autogp.data import TimeSeries
-from autogp.parallel.work import SINGLE_THREAD_ENV, compilation_cache_root, fit_chunk
+from autogp.parallel.work import compilation_cache_root, fit_chunk, single_thread_env
 
 
 def worker_cache_dir(worker_name: str) -> Path | None:
@@ -47,7 +47,7 @@ class AutoGPWorkerSetup(WorkerPlugin):
     name = "autogp-worker-setup"
 
     def setup(self, worker: Any) -> None:
-        os.environ.update(SINGLE_THREAD_ENV)
+        os.environ.update(single_thread_env())
         where = worker_cache_dir(worker.name)
         if where is None:
             return
@@ -83,7 +83,7 @@ def start_local_cluster(workers: int) -> Any:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            env=dict(SINGLE_THREAD_ENV),
+            env=single_thread_env(),
             dashboard_address=":0",  # any free port: clusters may run side by side
             silence_logs=logging.ERROR,
         )

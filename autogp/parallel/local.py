@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from autogp.data import TimeSeries
-from autogp.parallel.work import SINGLE_THREAD_ENV, fit_chunk
+from autogp.parallel.work import SINGLE_THREAD_ENV, fit_chunk, single_thread_env
 
 
 def map_chunks(
@@ -23,7 +23,7 @@ def map_chunks(
     worker processes are ended, so only the chunks in flight are lost.
     """
     saved = {k: os.environ.get(k) for k in SINGLE_THREAD_ENV}
-    os.environ.update(SINGLE_THREAD_ENV)  # inherited by the spawned workers
+    os.environ.update(single_thread_env())  # inherited by the spawned workers
     before = set(multiprocessing.active_children())
     context = multiprocessing.get_context("spawn")
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)

@@ -48,6 +48,20 @@ SINGLE_THREAD_ENV = {
 }
 
 
+def single_thread_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """:data:`SINGLE_THREAD_ENV` for a worker started from ``environ`` (default
+    ``os.environ``): XLA flags already set there are kept and the single-thread flag is added
+    to them, so a caller's own flags (device count, dumps, optimisation level) reach the
+    workers too."""
+    environ = os.environ if environ is None else environ
+    env = dict(SINGLE_THREAD_ENV)
+    flags = environ.get("XLA_FLAGS", "").split()
+    wanted = SINGLE_THREAD_ENV["XLA_FLAGS"]
+    name = wanted.split("=")[0]
+    env["XLA_FLAGS"] = " ".join([f for f in flags if f.split("=")[0] != name] + [wanted])
+    return env
+
+
 @dataclass(frozen=True)
 class SeriesError:
     """A series of a panel that could not be fitted, and why."""
@@ -149,6 +163,7 @@ def series_outputs(
 
 __all__ = [
     "SINGLE_THREAD_ENV",
+    "single_thread_env",
     "SeriesError",
     "SeriesOutputs",
     "chunk_series",
