@@ -5,7 +5,7 @@ import tempfile
 
 # The suite compiles hundreds of programs and runs each on toy data: XLA:CPU's backend (LLVM)
 # optimisation is about a third of every compile and buys nothing at these sizes. Set before
-# JAX starts its backend; worker processes set XLA_FLAGS of their own (autogp.parallel).
+# JAX starts its backend; autogp's worker processes keep it and add their own flag.
 _FAST_COMPILE = "--xla_backend_optimization_level=0"
 if _FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _FAST_COMPILE]))

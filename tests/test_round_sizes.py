@@ -63,7 +63,7 @@ def test_a_round_on_the_prefix_matches_a_round_on_all_the_data():
     grammar, settings, data, state = _setup()
     count = jnp.asarray([30, 35], dtype=jnp.int32)
     key = jax.random.key(4)
-    # Compiled, as every fit runs it (op by op the round took twice as long to run here).
+    # Compiled, as every fit runs it (op by op the round ran slower here).
     smc_round = jax.jit(rounds.smc_round, static_argnums=(0, 1))
     full, diag_full = smc_round(grammar, settings, state, data, count, key=key)
     size = rounds.round_size(35, data.x.shape[1])

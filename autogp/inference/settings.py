@@ -77,8 +77,7 @@ class SMCSettings:
         posterior draws) do not read set to its default: they key the programs, so two fits
         that differ only in the schedule, the learning rate (data of the round: rounds.Data.power)
         or the likelihood's choice (num_inducing is its own key) share their programs."""
-        host_only = {name: field.default for name, field in _FIELDS.items()
-                     if name in _HOST_ONLY}
+        host_only = {name: _FIELDS[name].default for name in _HOST_ONLY}
         return dataclasses.replace(
             self, **host_only, refine=dataclasses.replace(self.refine, posterior_draws=0))
 
