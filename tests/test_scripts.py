@@ -27,6 +27,7 @@ TIMEOUT_S = 900  # a hang, not a speed limit: under load the compilations take m
 SMOKE_ARGS = {
     "bench_evaluator.py": ["--tiny", "--json", "{tmp}/bench_evaluator.json"],
     "bench_linalg.py": ["--tiny", "--timeout", "300", "--json", "{tmp}/bench_linalg.json"],
+    "bench_rejuvenation.py": ["--tiny", "--json", "{tmp}/bench_rejuvenation.json"],
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
     "panel_scores.py": ["{tmp}/m3_run", "--baselines", "{tmp}/m3_run/baselines.csv",
@@ -169,6 +170,20 @@ def check_bench_linalg(tmp: Path, output: str, _facts) -> None:
     assert "looped/batched" in output
 
 
+def check_bench_rejuvenation(tmp: Path, output: str, _facts) -> None:
+    res = json.loads((tmp / "bench_rejuvenation.json").read_text())
+    assert res["tiny"] is True and res["same_particles"] is True
+    designs = res["designs"]
+    assert set(designs) == {"one_call_site", "separate"}
+    for row in designs.values():
+        for key in ("lower_s", "compile_s", "run_s"):
+            assert _finite_positive(row[key]), (key, row)
+    for key in ("lower_s", "compile_s", "hlo_lines", "run_s"):
+        expected = designs["one_call_site"][key] / designs["separate"][key]
+        assert res[f"{key}_ratio"] == pytest.approx(expected)
+    assert "same particles from both designs: yes" in output
+
+
 def check_bench_smc(tmp: Path, output: str, _facts) -> None:
     res = json.loads((tmp / "bench_smc.json").read_text())
     assert res["tiny"] is True
@@ -228,6 +243,7 @@ def check_panel_scores(tmp: Path, output: str, facts) -> None:
 CHECKS = {
     "bench_evaluator.py": check_bench_evaluator,
     "bench_linalg.py": check_bench_linalg,
+    "bench_rejuvenation.py": check_bench_rejuvenation,
     "bench_smc.py": check_bench_smc,
     "m3_report.py": check_m3_report,
     "panel_scores.py": check_panel_scores,

@@ -337,6 +337,14 @@ def accept_reject(
     Returns the new state and the boolean acceptance flags [P].
     """
     new_log_likelihood = log_likelihood_fn(proposal.ops, proposal.params, state.noise)
+    return metropolis_hastings(state, proposal, new_log_likelihood, key=key)
+
+
+def metropolis_hastings(
+    state: ParticleState, proposal: Proposal, new_log_likelihood: Array, *, key: Array
+) -> tuple[ParticleState, Array]:
+    """:func:`accept_reject` given the proposals' log-likelihoods ``new_log_likelihood`` [P]
+    (for callers that evaluate the likelihood themselves)."""
     log_alpha = new_log_likelihood - state.log_likelihood + proposal.log_ratio
     log_u = jnp.log(jax.random.uniform(key, state.log_likelihood.shape))
     accepted = (
@@ -405,6 +413,36 @@ def detach_attach(
     return accept_reject(state, proposal, log_likelihood_fn, key=key_accept)
 
 
+def propose_structure_move(
+    grammar: gr.Grammar,
+    state: ParticleState,
+    *,
+    key: Array,
+    replace_prob: float = 0.5,
+    pick: PickRule = "uniform",
+    period_proposal: periods.PeriodProposal | None = None,
+) -> tuple[Proposal, Array]:
+    """The proposals of :func:`structure_move` and the key of its accept/reject step: each
+    particle independently proposes a subtree-replace with probability ``replace_prob`` and a
+    detach-attach otherwise."""
+    if not 0.0 <= replace_prob <= 1.0:
+        raise ValueError("replace_prob must be in [0, 1]")
+    key_kind, key_replace, key_detach, key_accept = jax.random.split(key, 4)
+    if replace_prob == 1.0:
+        return _batched_replace(grammar, state, pick, key_replace, period_proposal), key_accept
+    if replace_prob == 0.0:
+        return _batched_detach_attach(grammar, state, key_detach), key_accept
+    use_replace = jax.random.uniform(key_kind, state.log_likelihood.shape) < replace_prob
+    replace = _batched_replace(grammar, state, pick, key_replace, period_proposal)
+    reattach = _batched_detach_attach(grammar, state, key_detach)
+    proposal = jax.tree_util.tree_map(
+        lambda x, y: jnp.where(use_replace.reshape((-1,) + (1,) * (x.ndim - 1)), x, y),
+        replace,
+        reattach,
+    )
+    return proposal, key_accept
+
+
 def structure_move(
     grammar: gr.Grammar,
     state: ParticleState,
@@ -425,20 +463,8 @@ def structure_move(
     ``period_proposal`` (per-particle arrays) changes how subtree-replace draws PER periods.
     Returns ``(new_state, accepted [P])``.
     """
-    if not 0.0 <= replace_prob <= 1.0:
-        raise ValueError("replace_prob must be in [0, 1]")
-    key_kind, key_replace, key_detach, key_accept = jax.random.split(key, 4)
-    if replace_prob == 1.0:
-        proposal = _batched_replace(grammar, state, pick, key_replace, period_proposal)
-    elif replace_prob == 0.0:
-        proposal = _batched_detach_attach(grammar, state, key_detach)
-    else:
-        use_replace = jax.random.uniform(key_kind, state.log_likelihood.shape) < replace_prob
-        replace = _batched_replace(grammar, state, pick, key_replace, period_proposal)
-        reattach = _batched_detach_attach(grammar, state, key_detach)
-        proposal = jax.tree_util.tree_map(
-            lambda x, y: jnp.where(use_replace.reshape((-1,) + (1,) * (x.ndim - 1)), x, y),
-            replace,
-            reattach,
-        )
+    proposal, key_accept = propose_structure_move(
+        grammar, state, key=key, replace_prob=replace_prob, pick=pick,
+        period_proposal=period_proposal,
+    )
     return accept_reject(state, proposal, log_likelihood_fn, key=key_accept)

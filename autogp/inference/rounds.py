@@ -25,7 +25,7 @@ import numpy as np
 
 from autogp.evaluator import is_regular_grid, log_marginal_likelihood
 from autogp.evaluator.sparse import sparse_log_marginal_likelihood
-from autogp.inference import exported, moves, periods, refine, resampling
+from autogp.inference import exported, moves, periods, refine, rejuvenation, resampling
 from autogp.inference import grammar as gr
 from autogp.inference.settings import RefineSettings, SMCSettings
 from autogp.kernels import spec
@@ -177,25 +177,19 @@ def smc_round(
     )
     before = particles
 
-    def one_move(particles, key):
-        particles, accepted = moves.structure_move(
-            grammar, particles, loglik, key=key,
-            replace_prob=settings.replace_prob, pick=settings.pick, period_proposal=proposal,
-        )
-        return particles, accepted
-
-    proposal = _period_proposal(settings, data, P)
-    if settings.structure_moves > 0:
-        particles, accepted = jax.lax.scan(
-            one_move, particles, jax.random.split(k_moves, settings.structure_moves)
-        )
-        acceptance = jnp.mean(accepted.astype(float))
-    else:
-        acceptance = jnp.zeros(())
-
-    log_posterior = _log_posterior_fn(grammar, loglik, particles.ops)
-    refined = _refine(settings.refine, log_posterior, particles, key=k_refine)
-    if refined is not None:
+    # Structure moves and optimiser steps share one call site of the likelihood; HMC, when
+    # chosen, runs after the moves with its own.
+    done = rejuvenation.rejuvenate(
+        grammar, settings, particles, loglik, key=k_moves,
+        period_proposal=_period_proposal(settings, data, P),
+    )
+    particles = done.particles
+    acceptance = (jnp.mean(done.accepted.astype(float)) if settings.structure_moves > 0
+                  else jnp.zeros(()))
+    if settings.refine.mode == "hmc" and settings.refine.hmc_steps > 0:
+        log_posterior = _log_posterior_fn(grammar, loglik, particles.ops)
+        refined = _hmc(settings.refine, log_posterior, particles.ops, particles.params,
+                       particles.noise, key=k_refine)
         particles = particles._replace(
             params=refined.params, noise=refined.noise, log_likelihood=refined.log_likelihood
         )
@@ -213,22 +207,6 @@ def smc_round(
     )
     diagnostics = {"ess": ess, "resampled": resample, "acceptance": acceptance}
     return state, diagnostics
-
-
-def _refine(
-    settings: RefineSettings, log_posterior, particles: moves.ParticleState, *, key: Array
-) -> refine.Refined | None:
-    """The rejuvenation's parameter refinement (None: the settings turn it off)."""
-    if settings.mode == "optimize" and settings.steps > 0:
-        return refine.optimize(
-            log_posterior, particles.ops, particles.params, particles.noise,
-            optimizer=refine.make_optimizer(settings.optimizer, settings.learning_rate),
-            steps=settings.steps, learn_noise=settings.learn_noise,
-        )
-    if settings.mode == "hmc" and settings.hmc_steps > 0:
-        return _hmc(settings, log_posterior, particles.ops, particles.params, particles.noise,
-                    key=key)
-    return None
 
 
 def _hmc(settings: RefineSettings, log_posterior, ops, params, noise, *, key: Array):

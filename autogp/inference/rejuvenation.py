@@ -1,0 +1,157 @@
+"""A round's rejuvenation (structure moves, then optimiser steps) with one call site of the
+likelihood.
+
+XLA compiles every call site of the likelihood separately, and the likelihood is the largest
+part of a round's program. The moves score a batch of proposals; the optimiser steps score the
+current parameters and take their gradient. So both run as the steps of one ``lax.scan``: step
+``i`` builds the likelihood's inputs (a proposal when ``i < moves``, else the particles as they
+are), evaluates the log posterior once through ``jax.vjp``, and pulls the gradient back only on
+optimiser steps (``lax.cond`` on the step kind, so a move step does not pay for it).
+
+The result is that of :func:`autogp.inference.moves.structure_move` applied ``moves`` times,
+followed by :func:`autogp.inference.refine.optimize` (same keys, same updates, same rule keeping
+the end point only when it scores at least as well as the start); ``tests/test_rejuvenation.py``
+checks the two against each other. HMC refinement is not a step of this scan: the round runs it
+after the moves, with its own call site.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from autogp.inference import grammar as gr
+from autogp.inference import moves, periods, refine
+from autogp.inference.settings import SMCSettings
+
+Array = jax.Array
+
+
+class Rejuvenated(NamedTuple):
+    particles: moves.ParticleState
+    accepted: Array  # bool [moves, P]: the structure moves' acceptance flags
+
+
+def optimizer_steps(settings: SMCSettings) -> int:
+    """Optimiser steps of the rejuvenation (0 unless ``refine.mode`` is ``"optimize"``)."""
+    r = settings.refine
+    return r.steps if r.mode == "optimize" else 0
+
+
+def rejuvenate(
+    grammar: gr.Grammar,
+    settings: SMCSettings,
+    particles: moves.ParticleState,
+    loglik,
+    *,
+    key: Array,
+    period_proposal: periods.PeriodProposal | None = None,
+) -> Rejuvenated:
+    """``settings.structure_moves`` structure moves, then ``optimizer_steps(settings)``
+    optimiser steps, of a flat batch of particles; ``loglik(ops, params, noise) -> [P]``.
+
+    ``key`` is split into one key per move, as a scan of ``moves.structure_move`` over
+    ``jax.random.split(key, moves)`` would use them."""
+    num_moves = settings.structure_moves
+    num_steps = optimizer_steps(settings)
+    P = particles.noise.shape[0]
+    # The optimiser's passes: steps + 1, the extra one scoring the end point.
+    passes = num_steps + 1 if num_steps > 0 else 0
+    if num_moves + passes == 0:
+        return Rejuvenated(particles, jnp.zeros((0, P), bool))
+
+    r = settings.refine
+    optimizer = refine.make_optimizer(r.optimizer, r.learning_rate)
+    move_keys = jax.random.split(key, max(num_moves, 1))
+
+    def log_posterior(ops):
+        def fn(params, noise):
+            ll = loglik(ops, params, noise)
+            lp = ll + gr.log_prior_params(grammar, ops, params) + gr.log_prior_noise(grammar, noise)
+            return lp, ll
+        return fn
+
+    def proposal_of(state: moves.ParticleState, i):
+        return moves.propose_structure_move(
+            grammar, state, key=move_keys[jnp.minimum(i, num_moves - 1)],
+            replace_prob=settings.replace_prob, pick=settings.pick,
+            period_proposal=period_proposal,
+        )
+
+    def unchanged(state: moves.ParticleState, i):
+        return (moves.Proposal(state.ops, state.params, jnp.zeros_like(state.log_likelihood)),
+                move_keys[0])
+
+    def step(carry, i):
+        state, opt_state, start = carry
+        is_move = i < num_moves
+        if num_moves == 0:
+            proposal, key_accept = unchanged(state, i)
+        elif passes == 0:
+            proposal, key_accept = proposal_of(state, i)
+        else:
+            proposal, key_accept = jax.lax.cond(is_move, proposal_of, unchanged, state, i)
+
+        (lp, ll), pullback = jax.vjp(log_posterior(proposal.ops), proposal.params, state.noise)
+        if num_moves > 0:
+            moved, accepted = moves.metropolis_hastings(state, proposal, ll, key=key_accept)
+            accepted = accepted & is_move
+        else:
+            moved, accepted = state, jnp.zeros_like(ll, bool)
+        if passes == 0:
+            return (moved, opt_state, start), (accepted, lp, ll)
+
+        # An optimiser pass: the gradient of -sum(finite log posteriors), as refine.optimize.
+        def gradient():
+            return pullback((-jnp.isfinite(lp).astype(lp.dtype), jnp.zeros_like(ll)))
+
+        def no_gradient():
+            return jnp.zeros_like(state.params), jnp.zeros_like(state.noise)
+
+        is_pass = ~is_move
+        grads = jax.lax.cond(is_pass, gradient, no_gradient)
+        first_pass = i == num_moves
+        variables = (state.params, state.noise)
+        # Each round starts the optimiser afresh from the particles the moves left.
+        opt_state = jax.tree_util.tree_map(
+            lambda fresh, old: jnp.where(first_pass, fresh, old),
+            optimizer.init(variables), opt_state)
+        grads = (
+            jnp.where(refine.active_mask(state.ops), grads[0], 0.0),
+            grads[1] if r.learn_noise else jnp.zeros_like(grads[1]),
+        )
+        grads = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
+        updates, new_opt_state = optimizer.update(grads, opt_state, variables)
+        new_variables = optax.apply_updates(variables, updates)
+        update = is_pass & (i < num_moves + num_steps)  # the last pass only scores
+        variables, opt_state = jax.tree_util.tree_map(
+            lambda new, old: jnp.where(update, new, old),
+            (new_variables, new_opt_state), (variables, opt_state))
+        start = jax.tree_util.tree_map(
+            lambda now, kept: jnp.where(first_pass, now, kept),
+            (state.params, state.noise, lp, ll), start)
+        refined = state._replace(params=variables[0], noise=variables[1])
+        state = jax.tree_util.tree_map(lambda a, b: jnp.where(is_move, a, b), moved, refined)
+        return (state, opt_state, start), (accepted, lp, ll)
+
+    start = (particles.params, particles.noise, jnp.zeros_like(particles.log_likelihood),
+             jnp.zeros_like(particles.log_likelihood))
+    opt_state = optimizer.init((particles.params, particles.noise))
+    (state, _, start), (accepted, lps, lls) = jax.lax.scan(
+        step, (particles, opt_state, start), jnp.arange(num_moves + passes))
+    if passes > 0:
+        params0, noise0, before, ll_before = start
+        after, ll_after = lps[-1], lls[-1]
+        better = jnp.isfinite(after) & (after >= jnp.where(jnp.isfinite(before), before, -jnp.inf))
+        state = state._replace(
+            params=jnp.where(better[:, None, None], state.params, params0),
+            noise=jnp.where(better, state.noise, noise0),
+            log_likelihood=jnp.where(better, ll_after, ll_before),
+        )
+    return Rejuvenated(state, accepted[:num_moves])
+
+
+__all__ = ["Rejuvenated", "optimizer_steps", "rejuvenate"]

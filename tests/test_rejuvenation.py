@@ -1,0 +1,117 @@
+"""The one-call-site rejuvenation equals structure moves followed by the optimiser, step for step.
+
+Reference: ``moves.structure_move`` scanned over the same keys, then ``refine.optimize`` on the
+log posterior, as a round composed them before the two shared one likelihood call site.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autogp.inference import grammar as gr
+from autogp.inference import moves, periods, refine, rejuvenation, rounds
+from autogp.inference.settings import RefineSettings, SMCSettings
+from autogp.kernels import spec
+from tests.helpers import assert_allclose
+
+GRAMMAR = gr.Grammar.default(max_depth=2)  # the equivalence does not depend on the depth
+
+
+def _reference(settings: SMCSettings, particles, loglik, key, proposal):
+    def one_move(state, k):
+        return moves.structure_move(
+            GRAMMAR, state, loglik, key=k, replace_prob=settings.replace_prob,
+            pick=settings.pick, period_proposal=proposal)
+
+    accepted = jnp.zeros((0, particles.noise.shape[0]), bool)
+    if settings.structure_moves > 0:
+        particles, accepted = jax.lax.scan(
+            one_move, particles, jax.random.split(key, settings.structure_moves))
+    r = settings.refine
+    if r.mode == "optimize" and r.steps > 0:
+        def log_posterior(params, noise):
+            ll = loglik(particles.ops, params, noise)
+            return (ll + gr.log_prior_params(GRAMMAR, particles.ops, params)
+                    + gr.log_prior_noise(GRAMMAR, noise)), ll
+
+        refined = refine.optimize(
+            log_posterior, particles.ops, particles.params, particles.noise,
+            optimizer=refine.make_optimizer(r.optimizer, r.learning_rate), steps=r.steps,
+            learn_noise=r.learn_noise)
+        particles = particles._replace(params=refined.params, noise=refined.noise,
+                                       log_likelihood=refined.log_likelihood)
+    return particles, accepted
+
+
+def _toy_loglik(ops, params, noise):
+    """Smooth in the parameters, structure-dependent, and -inf for trees holding a PER leaf (so
+    the non-finite handling of both paths is exercised)."""
+    used = refine.active_mask(ops)
+    fit = -jnp.sum(jnp.where(used, (params - 0.3) ** 2, 0.0), axis=(1, 2)) - (noise + 1.0) ** 2
+    size = jnp.sum(ops != spec.EMPTY, axis=1)
+    has_per = jnp.any(ops == spec.PER, axis=1)
+    return jnp.where(has_per, -jnp.inf, fit - 0.7 * size)
+
+
+def _particles(P, loglik, key):
+    ops, params, noise = gr.sample_prior(GRAMMAR, P, key=key)
+    return moves.ParticleState(ops, params, noise, loglik(ops, params, noise))
+
+
+def _compare(settings, loglik, proposal=None, P=6):
+    particles = _particles(P, loglik, jax.random.key(3))
+    key = jax.random.key(11)
+    ours = jax.jit(lambda s, k: rejuvenation.rejuvenate(
+        GRAMMAR, settings, s, loglik, key=k, period_proposal=proposal))(particles, key)
+    ref, ref_accepted = jax.jit(lambda s, k: _reference(settings, s, loglik, k, proposal))(
+        particles, key)
+    np.testing.assert_array_equal(ours.accepted, ref_accepted)
+    np.testing.assert_array_equal(ours.particles.ops, ref.ops)
+    assert_allclose(ours.particles.params, ref.params, rtol=1e-9, atol=1e-12)
+    assert_allclose(ours.particles.noise, ref.noise, rtol=1e-9, atol=1e-12)
+    assert_allclose(ours.particles.log_likelihood, ref.log_likelihood, rtol=1e-9, atol=1e-12)
+    return ours, ref_accepted
+
+
+@pytest.mark.parametrize("moves_, steps", [(3, 0), (0, 4)])  # both: the GP test below
+def test_matches_moves_then_optimizer_on_a_toy_target(moves_, steps):
+    settings = SMCSettings(structure_moves=moves_, refine=RefineSettings(steps=steps))
+    ours, accepted = _compare(settings, _toy_loglik)
+    assert accepted.shape == (moves_, 6)
+    if moves_:  # the moves did something, or the comparison says little
+        assert 0 < int(jnp.sum(accepted)) < accepted.size
+    if steps:  # the optimiser moved the parameters of the particles it could score
+        start = _particles(6, _toy_loglik, jax.random.key(3))
+        assert not np.allclose(ours.particles.noise, start.noise)
+
+
+def test_matches_on_the_gp_likelihood_with_the_period_proposal():
+    x = np.linspace(0.0, 1.0, 40)
+    y = np.sin(2 * np.pi * 6 * x) + 0.5 * x
+    data = rounds.make_data([x], [(y - y.mean()) / y.std()])
+    P = 6
+    loglik = rounds.likelihood_fn(data, jnp.array([40], jnp.int32), P)
+    proposal = periods.for_particles(data.period_centers, data.period_log_weights, P,
+                                     mix=0.5, scale=0.05)
+    settings = SMCSettings(structure_moves=3, refine=RefineSettings(steps=3))
+    ours, accepted = _compare(settings, loglik, proposal=proposal, P=P)
+    assert np.all(np.isfinite(ours.particles.log_likelihood))
+
+
+def test_learn_noise_off_keeps_the_noise():
+    settings = SMCSettings(structure_moves=0, refine=RefineSettings(steps=3, learn_noise=False))
+    ours, _ = _compare(settings, _toy_loglik)
+    start = _particles(6, _toy_loglik, jax.random.key(3))
+    np.testing.assert_array_equal(ours.particles.noise, start.noise)
+
+
+def test_optimizer_steps_counts_only_the_optimize_mode():
+    base = SMCSettings()
+    assert rejuvenation.optimizer_steps(base) == base.refine.steps
+    hmc = dataclasses.replace(base, refine=RefineSettings(mode="hmc"))
+    assert rejuvenation.optimizer_steps(hmc) == 0
