@@ -164,14 +164,15 @@ def _weight_of(result, predicate):
 @pytest.mark.slow
 def test_recovers_linear_plus_periodic_structure():
     rng = np.random.default_rng(1)
-    n = 200
+    n = 100
     x = np.linspace(0, 1, n)
     y = 2.0 * x + np.sin(2 * np.pi * x / 0.1) + 0.1 * rng.normal(size=n)
     y = (y - y.mean()) / y.std()
     # The Bayesian posterior (eta = 1): this is a test of the search finding the structure
-    # the data were drawn from. The default power posterior on 200 points (eta = 0.5) is
-    # flatter over structures by design, and with 8 particles put under half its weight on
-    # LIN and PER together in a run of this test.
+    # the data were drawn from. The default power posterior on series of 60 points or more
+    # (eta = 0.5) is flatter over structures by design: with 8 particles it put under half its
+    # weight on LIN and PER together in a run of this test on 200 points. (100 points: ten
+    # cycles of ten points; three runs pooled give weight 1.0 here, and so do seeds 3-5 and 6-8.)
     # Every round on all the padded data: one compiled round instead of one per round size
     # (the sizes change only the cost: test_round_sizes).
     cfg = load_config({"smc": {"num_particles": 8, "num_rounds": 5, "structure_moves": 5,
