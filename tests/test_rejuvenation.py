@@ -1,7 +1,8 @@
 """The one-call-site rejuvenation equals structure moves followed by the optimiser, step for step.
 
 Reference: ``moves.structure_move`` scanned over the same keys, then ``refine.optimize`` on the
-log posterior, as a round composed them before the two shared one likelihood call site.
+log posterior, as a round composed them before the two shared one likelihood call site
+(``separate`` in ``scripts/bench_rejuvenation.py``).
 """
 
 from __future__ import annotations
@@ -17,35 +18,13 @@ from autogp.inference import grammar as gr
 from autogp.inference import moves, periods, refine, rejuvenation, rounds
 from autogp.inference.settings import RefineSettings, SMCSettings
 from autogp.kernels import spec
-from tests.helpers import assert_allclose
+from tests.helpers import assert_allclose, load_script
 
 GRAMMAR = gr.Grammar.default(max_depth=2)  # the equivalence does not depend on the depth
 
 
-def _reference(settings: SMCSettings, particles, loglik, key, proposal):
-    def one_move(state, k):
-        return moves.structure_move(
-            GRAMMAR, state, loglik, key=k, replace_prob=settings.replace_prob,
-            pick=settings.pick, period_proposal=proposal)
-
-    accepted = jnp.zeros((0, particles.noise.shape[0]), bool)
-    if settings.structure_moves > 0:
-        particles, accepted = jax.lax.scan(
-            one_move, particles, jax.random.split(key, settings.structure_moves))
-    r = settings.refine
-    if r.mode == "optimize" and r.steps > 0:
-        def log_posterior(params, noise):
-            ll = loglik(particles.ops, params, noise)
-            return (ll + gr.log_prior_params(GRAMMAR, particles.ops, params)
-                    + gr.log_prior_noise(GRAMMAR, noise)), ll
-
-        refined = refine.optimize(
-            log_posterior, particles.ops, particles.params, particles.noise,
-            optimizer=refine.make_optimizer(r.optimizer, r.learning_rate), steps=r.steps,
-            learn_noise=r.learn_noise)
-        particles = particles._replace(params=refined.params, noise=refined.noise,
-                                       log_likelihood=refined.log_likelihood)
-    return particles, accepted
+# The old composition, as the benchmark of the two designs times it.
+_reference = load_script("bench_rejuvenation").separate
 
 
 def _toy_loglik(ops, params, noise):
@@ -68,8 +47,8 @@ def _compare(settings, loglik, proposal=None, P=6):
     key = jax.random.key(11)
     ours = jax.jit(lambda s, k: rejuvenation.rejuvenate(
         GRAMMAR, settings, s, loglik, key=k, period_proposal=proposal))(particles, key)
-    ref, ref_accepted = jax.jit(lambda s, k: _reference(settings, s, loglik, k, proposal))(
-        particles, key)
+    ref, ref_accepted = jax.jit(lambda s, k: _reference(
+        GRAMMAR, settings, s, loglik, key=k, period_proposal=proposal))(particles, key)
     np.testing.assert_array_equal(ours.accepted, ref_accepted)
     np.testing.assert_array_equal(ours.particles.ops, ref.ops)
     assert_allclose(ours.particles.params, ref.params, rtol=1e-9, atol=1e-12)
