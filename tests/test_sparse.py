@@ -55,6 +55,16 @@ def _evaluate(ops, params, noise, y=Y, mask=ALL):
     return tuple(np.asarray(a) for a in out)
 
 
+# Jitted entry points for the tests that call them once each: one program per call instead of
+# op-by-op dispatch, where every primitive of the evaluator compiles on its own.
+_exact_jit = jax.jit(log_marginal_likelihood)
+_bound_jit = jax.jit(sparse_log_marginal_likelihood, static_argnames=("num_inducing",))
+_predictive_jit = jax.jit(sparse_posterior_predictive,
+                          static_argnames=("full_cov", "observation_noise", "num_inducing"))
+_dense_predictive_jit = jax.jit(posterior_predictive, static_argnames=("full_cov",))
+_weights_jit = jax.jit(sparse_weights, static_argnames=("num_inducing",))
+
+
 def _random_batch(rng, count=P):
     exprs = [random_expression(rng, DEPTH) for _ in range(count)]
     ops, params = pack(exprs, DEPTH)
@@ -144,11 +154,11 @@ def test_bound_is_below_the_exact_likelihood_and_tight_at_the_data():
     y = np.cos(7.0 * x) + 0.2 * rng.normal(size=n)
     exprs, ops, params = _random_batch(rng, 8)
     noise = np.full(8, np.log(0.1))
-    exact = np.asarray(log_marginal_likelihood(ops, params, noise, x, y))
+    exact = np.asarray(_exact_jit(ops, params, noise, x, y))
     gaps = {}
     for num in (4, 12, n):
         bound = np.asarray(
-            sparse_log_marginal_likelihood(ops, params, noise, x, y, num_inducing=num)
+            _bound_jit(ops, params, noise, x, y, num_inducing=num)
         )
         gaps[num] = exact - bound
         # A lower bound (up to the jitter's and rounding's share).
@@ -241,13 +251,13 @@ def test_predictive_equals_the_reference_and_dense_at_the_data():
     noise = rng.uniform(-3.0, -1.0, P)
     mask = np.arange(N) < 40
     x_new = np.array([0.03, 0.5, X[39] + 0.013, 1.1, 1.3])
-    mean, var = sparse_posterior_predictive(
+    mean, var = _predictive_jit(
         ops, params, noise, X, Y, mask, x_new, full_cov=False, num_inducing=M
     )
-    mean_c, cov = sparse_posterior_predictive(
+    mean_c, cov = _predictive_jit(
         ops, params, noise, X, Y, mask, x_new, observation_noise=True, num_inducing=M
     )
-    alpha_u, z, ok = sparse_weights(ops, params, noise, X, Y, mask, num_inducing=M)
+    alpha_u, z, ok = _weights_jit(ops, params, noise, X, Y, mask, num_inducing=M)
     assert np.all(np.asarray(ok))
     for p, expr in enumerate(exprs):
         xm, ym = X[mask], Y[mask]
@@ -269,10 +279,10 @@ def test_predictive_equals_the_reference_and_dense_at_the_data():
     n = 32
     x = np.linspace(0.0, 1.0, n)
     y = np.sin(5.0 * x)
-    dense_mean, dense_var = posterior_predictive(
+    dense_mean, dense_var = _dense_predictive_jit(
         ops, params, noise, x, y, np.ones(n, bool), x_new, full_cov=False
     )
-    sparse_mean, sparse_var = sparse_posterior_predictive(
+    sparse_mean, sparse_var = _predictive_jit(
         ops, params, noise, x, y, np.ones(n, bool), x_new, full_cov=False, num_inducing=n
     )
     scale = np.sqrt(np.asarray(dense_var))
