@@ -61,11 +61,7 @@ def separate(grammar, settings: SMCSettings, particles, loglik, *, key, period_p
     if r.mode != "optimize" or r.steps == 0:
         return rejuvenation.Rejuvenated(particles, accepted)
 
-    def log_posterior(params, noise):
-        ll = loglik(particles.ops, params, noise)
-        return (ll + gr.log_prior_params(grammar, particles.ops, params)
-                + gr.log_prior_noise(grammar, noise)), ll
-
+    log_posterior = rejuvenation.log_posterior_fn(grammar, loglik, particles.ops)
     done = refine.optimize(
         log_posterior, particles.ops, particles.params, particles.noise,
         optimizer=refine.make_optimizer(r.optimizer, r.learning_rate), steps=r.steps,

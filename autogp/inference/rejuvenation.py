@@ -35,6 +35,18 @@ class Rejuvenated(NamedTuple):
     accepted: Array  # bool [moves, P]: the structure moves' acceptance flags
 
 
+def log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array):
+    """``(params, noise) -> (log posterior, log likelihood)`` of particles with structures
+    ``ops``: what the optimiser, HMC and the posterior draws move the parameters on."""
+
+    def fn(params, noise):
+        ll = loglik(ops, params, noise)
+        lp = ll + gr.log_prior_params(grammar, ops, params) + gr.log_prior_noise(grammar, noise)
+        return lp, ll
+
+    return fn
+
+
 def optimizer_steps(settings: SMCSettings) -> int:
     """Optimiser steps of the rejuvenation (0 unless ``refine.mode`` is ``"optimize"``)."""
     r = settings.refine
@@ -67,13 +79,6 @@ def rejuvenate(
     optimizer = refine.make_optimizer(r.optimizer, r.learning_rate)
     move_keys = jax.random.split(key, max(num_moves, 1))
 
-    def log_posterior(ops):
-        def fn(params, noise):
-            ll = loglik(ops, params, noise)
-            lp = ll + gr.log_prior_params(grammar, ops, params) + gr.log_prior_noise(grammar, noise)
-            return lp, ll
-        return fn
-
     def proposal_of(state: moves.ParticleState, i):
         return moves.propose_structure_move(
             grammar, state, key=move_keys[jnp.minimum(i, num_moves - 1)],
@@ -95,7 +100,8 @@ def rejuvenate(
         else:
             proposal, key_accept = jax.lax.cond(is_move, proposal_of, unchanged, state, i)
 
-        (lp, ll), pullback = jax.vjp(log_posterior(proposal.ops), proposal.params, state.noise)
+        log_posterior = log_posterior_fn(grammar, loglik, proposal.ops)
+        (lp, ll), pullback = jax.vjp(log_posterior, proposal.params, state.noise)
         if num_moves > 0:
             moved, accepted = moves.metropolis_hastings(state, proposal, ll, key=key_accept)
             accepted = accepted & is_move
@@ -154,4 +160,4 @@ def rejuvenate(
     return Rejuvenated(state, accepted[:num_moves])
 
 
-__all__ = ["Rejuvenated", "optimizer_steps", "rejuvenate"]
+__all__ = ["Rejuvenated", "log_posterior_fn", "optimizer_steps", "rejuvenate"]

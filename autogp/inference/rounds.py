@@ -94,18 +94,6 @@ def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0):
     return fn
 
 
-def _log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array):
-    """``(params, noise) -> (log posterior, log likelihood)`` of particles with structures
-    ``ops``: what refinement and posterior draws move the parameters on."""
-
-    def fn(params, noise):
-        ll = loglik(ops, params, noise)
-        lp = ll + gr.log_prior_params(grammar, ops, params) + gr.log_prior_noise(grammar, noise)
-        return lp, ll
-
-    return fn
-
-
 def _period_proposal(settings: SMCSettings, data: Data, P: int):
     if settings.period_proposal <= 0:
         return None
@@ -187,7 +175,7 @@ def smc_round(
     acceptance = (jnp.mean(done.accepted.astype(float)) if settings.structure_moves > 0
                   else jnp.zeros(()))
     if settings.refine.mode == "hmc" and settings.refine.hmc_steps > 0:
-        log_posterior = _log_posterior_fn(grammar, loglik, particles.ops)
+        log_posterior = rejuvenation.log_posterior_fn(grammar, loglik, particles.ops)
         refined = _hmc(settings.refine, log_posterior, particles.ops, particles.params,
                        particles.noise, key=k_refine)
         particles = particles._replace(
@@ -322,7 +310,7 @@ def draw_parameters(
         return jnp.repeat(a, draws, axis=1)
 
     ops, params, noise = (_flat(copies(a)) for a in (state.ops, state.params, state.noise))
-    log_posterior = _log_posterior_fn(
+    log_posterior = rejuvenation.log_posterior_fn(
         grammar, likelihood_fn(data, data.length, P * draws, num_inducing), ops)
     drawn = _hmc(settings.refine, log_posterior, ops, params, noise, key=key)
     return state._replace(
