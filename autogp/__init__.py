@@ -12,13 +12,17 @@ The public API is what this module re-exports::
 
 plus ``read_csv`` (data loading), ``load_config`` (TOML configuration) and ``parse``/``to_text``
 (kernel expressions). GP computations run in float64 inside each call; importing autogp never
-changes JAX's global settings.
+changes JAX's global settings. It does register a CPU lowering of JAX's Threefry hash that
+computes the same bits and compiles faster (``autogp._threefry``).
 """
 
+from autogp._threefry import install as install_threefry_lowering
 from autogp.config import load_config
 from autogp.data import read_csv
 from autogp.forecast import AutoGP, load
 from autogp.kernels import parse, to_text
 from autogp.version import __version__
+
+install_threefry_lowering()  # importing a module lowers nothing; every program lowered from now on
 
 __all__ = ["AutoGP", "__version__", "load", "load_config", "parse", "read_csv", "to_text"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autogp"
 # Private modules other modules may import (the float64 context is shared by every entry point).
-SHARED_PRIVATE_MODULES = {"autogp._x64"}
+SHARED_PRIVATE_MODULES = {"autogp._x64", "autogp._threefry"}
 # Import cycles still to be removed, each a sorted list of modules (none left).
 KNOWN_CYCLES: list[list[str]] = []
 # Optional dependencies: a module that needs one is skipped when it is not installed.

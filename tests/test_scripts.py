@@ -29,6 +29,7 @@ SMOKE_ARGS = {
     "bench_linalg.py": ["--tiny", "--timeout", "300", "--json", "{tmp}/bench_linalg.json"],
     "bench_rejuvenation.py": ["--tiny", "--json", "{tmp}/bench_rejuvenation.json"],
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
+    "bench_threefry.py": ["--tiny", "--json", "{tmp}/bench_threefry.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
     "panel_scores.py": ["{tmp}/m3_run", "--baselines", "{tmp}/m3_run/baselines.csv",
                         "--freq-data", "{tmp}/m3_run/freq.csv", "--json", "{tmp}/scores.json"],
@@ -184,6 +185,20 @@ def check_bench_rejuvenation(tmp: Path, output: str, _facts) -> None:
     assert "same particles from both designs: yes" in output
 
 
+def check_bench_threefry(tmp: Path, output: str, _facts) -> None:
+    res = json.loads((tmp / "bench_threefry.json").read_text())
+    assert res["tiny"] is True and res["same_outputs"] is True
+    assert {"draw_normal", "draw_split", "proposals"} <= set(res["programs"])
+    for name, row in res["programs"].items():
+        for design in ("straight", "rolled"):
+            assert _finite_positive(row[design]["compile_s"]), (name, row)
+            assert _finite_positive(row[design]["run_s"]), (name, row)
+        for what in ("compile", "run"):
+            expected = row["straight"][f"{what}_s"] / row["rolled"][f"{what}_s"]
+            assert row[f"{what}_ratio"] == pytest.approx(expected)
+    assert "identical outputs from both designs: yes" in output
+
+
 def check_bench_smc(tmp: Path, output: str, _facts) -> None:
     res = json.loads((tmp / "bench_smc.json").read_text())
     assert res["tiny"] is True
@@ -245,6 +260,7 @@ CHECKS = {
     "bench_linalg.py": check_bench_linalg,
     "bench_rejuvenation.py": check_bench_rejuvenation,
     "bench_smc.py": check_bench_smc,
+    "bench_threefry.py": check_bench_threefry,
     "m3_report.py": check_m3_report,
     "panel_scores.py": check_panel_scores,
 }

@@ -1,0 +1,77 @@
+"""JAX's Threefry-2x32 hash compiled as straight-line code on CPU: the same bits, compiled faster.
+
+Every ``jax.random`` call (split, fold_in, uniform, normal, Gumbel, categorical) hashes its
+counters with Threefry-2x32 (Salmon et al. 2011, 20 rounds). On CPU, JAX lowers each call site
+to a ``while`` loop over the hash's five blocks of four rounds; elsewhere it writes the rounds
+out. XLA:CPU compiles a while loop into separate kernels and calls, which costs 0.15-0.45 s of
+compile time per call site here, and an SMC round draws from about 30 sites (the structure
+moves). Written out, a call site fuses into one elementwise kernel: 1.3-3x faster to compile
+and faster to run (``scripts/bench_threefry.py``).
+
+:func:`install` registers :func:`threefry2x32` as the CPU lowering of JAX's
+``threefry2x32`` primitive (the public ``jax.extend.random.threefry2x32_p``). It computes the
+hash exactly, so every random draw, in autogp and in the user's own JAX code, is bit for bit what
+JAX's own lowering gives (``tests/test_threefry.py`` checks the Random123 known answers and
+compares with a process that never imported autogp). Only how the hash compiles changes.
+``import autogp`` calls it once.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+from jax.extend.random import threefry2x32_p
+from jax.interpreters import mlir
+
+#: Rotation constants of Threefry-2x32, for the even and the odd blocks of four rounds.
+ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+#: The key-schedule parity constant of Threefry (Salmon et al. 2011, Table 4).
+PARITY = 0x1BD11BDA
+
+
+def _rotate_left(x, bits: int):
+    return (x << np.uint32(bits)) | (x >> np.uint32(32 - bits))
+
+
+def threefry2x32(key1, key2, x1, x2):
+    """Threefry-2x32 with 20 rounds on uint32 arrays (broadcast together): the key (key1, key2)
+    hashes the counters (x1, x2). Five blocks of four rounds, each block followed by the
+    injection of the next key-schedule word and the block number."""
+    schedule = (key1, key2, key1 ^ key2 ^ np.uint32(PARITY))
+    x1 = x1 + schedule[0]
+    x2 = x2 + schedule[1]
+    for block in range(5):
+        for bits in ROTATIONS[block % 2]:
+            x1 = x1 + x2
+            x2 = _rotate_left(x2, bits) ^ x1
+        x1 = x1 + schedule[(block + 1) % 3]
+        x2 = x2 + schedule[(block + 2) % 3] + np.uint32(block + 1)
+    return x1, x2
+
+
+def _broadcast_hash(key1, key2, x1, x2, *, shape):
+    key1, key2, x1, x2 = (jnp.broadcast_to(v, shape) for v in (key1, key2, x1, x2))
+    return threefry2x32(key1, key2, x1, x2)
+
+
+def _cpu_lowering(ctx, key1, key2, x1, x2):
+    shape = ctx.avals_out[0].shape
+    rule = mlir.lower_fun(functools.partial(_broadcast_hash, shape=shape), multiple_results=True)
+    return rule(ctx, key1, key2, x1, x2)
+
+
+_installed = False
+
+
+def install() -> None:
+    """Make :func:`threefry2x32` the CPU lowering of JAX's threefry primitive (once; programs
+    lowered before keep theirs, which compute the same bits)."""
+    global _installed
+    if not _installed:
+        mlir.register_lowering(threefry2x32_p, _cpu_lowering, platform="cpu")
+        _installed = True
+
+
+__all__ = ["install", "threefry2x32"]
