@@ -18,8 +18,6 @@ compares with a process that never imported autogp). Only how the hash compiles 
 
 from __future__ import annotations
 
-import functools
-
 import jax.numpy as jnp
 import numpy as np
 from jax.extend.random import threefry2x32_p
@@ -31,8 +29,10 @@ ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 PARITY = 0x1BD11BDA
 
 
-def _rotate_left(x, bits: int):
-    return (x << np.uint32(bits)) | (x >> np.uint32(32 - bits))
+def rotate_left(x, bits):
+    """Rotate the uint32 words ``x`` left by ``bits`` (a number, or a traced uint32)."""
+    bits = jnp.asarray(bits, jnp.uint32)
+    return (x << bits) | (x >> (jnp.uint32(32) - bits))
 
 
 def threefry2x32(key1, key2, x1, x2):
@@ -45,33 +45,31 @@ def threefry2x32(key1, key2, x1, x2):
     for block in range(5):
         for bits in ROTATIONS[block % 2]:
             x1 = x1 + x2
-            x2 = _rotate_left(x2, bits) ^ x1
+            x2 = rotate_left(x2, bits) ^ x1
         x1 = x1 + schedule[(block + 1) % 3]
         x2 = x2 + schedule[(block + 2) % 3] + np.uint32(block + 1)
     return x1, x2
 
 
-def _broadcast_hash(key1, key2, x1, x2, *, shape):
-    key1, key2, x1, x2 = (jnp.broadcast_to(v, shape) for v in (key1, key2, x1, x2))
-    return threefry2x32(key1, key2, x1, x2)
+def lowering_of(hash_fn):
+    """A lowering rule of JAX's threefry primitive that computes it with ``hash_fn(key1, key2,
+    x1, x2)`` on its operands broadcast to the output's shape (the primitive broadcasts them)."""
 
+    def rule(ctx, key1, key2, x1, x2):
+        shape = ctx.avals_out[0].shape
 
-def _cpu_lowering(ctx, key1, key2, x1, x2):
-    shape = ctx.avals_out[0].shape
-    rule = mlir.lower_fun(functools.partial(_broadcast_hash, shape=shape), multiple_results=True)
-    return rule(ctx, key1, key2, x1, x2)
+        def broadcast_hash(*operands):
+            return hash_fn(*(jnp.broadcast_to(v, shape) for v in operands))
 
+        return mlir.lower_fun(broadcast_hash, multiple_results=True)(ctx, key1, key2, x1, x2)
 
-_installed = False
+    return rule
 
 
 def install() -> None:
-    """Make :func:`threefry2x32` the CPU lowering of JAX's threefry primitive (once; programs
-    lowered before keep theirs, which compute the same bits)."""
-    global _installed
-    if not _installed:
-        mlir.register_lowering(threefry2x32_p, _cpu_lowering, platform="cpu")
-        _installed = True
+    """Make :func:`threefry2x32` the CPU lowering of JAX's threefry primitive (registering it
+    again is harmless; programs lowered before keep theirs, which compute the same bits)."""
+    mlir.register_lowering(threefry2x32_p, lowering_of(threefry2x32), platform="cpu")
 
 
-__all__ = ["install", "threefry2x32"]
+__all__ = ["install", "lowering_of", "rotate_left", "threefry2x32"]

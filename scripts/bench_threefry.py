@@ -36,7 +36,6 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see bench_evaluator.py
 
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from jax.extend.random import threefry2x32_p  # noqa: E402
 from jax.interpreters import mlir  # noqa: E402
@@ -62,7 +61,7 @@ def rolled_threefry2x32(key1, key2, x1, x2):
         x, ks, rots = state
         for r in rots[0]:
             x0 = x[0] + x[1]
-            x = [x0, ((x[1] << r) | (x[1] >> (np.uint32(32) - r))) ^ x0]
+            x = [x0, _threefry.rotate_left(x[1], r) ^ x0]
         x = [x[0] + ks[1], x[1] + ks[2] + (i + 1).astype(np.uint32)]
         return x, ks[1:] + ks[:1], rots[1:] + rots[:1]
 
@@ -71,17 +70,8 @@ def rolled_threefry2x32(key1, key2, x1, x2):
     return tuple(x)
 
 
-def _rolled_lowering(ctx, key1, key2, x1, x2):
-    shape = ctx.avals_out[0].shape
-
-    def hash_(k1, k2, c1, c2):
-        k1, k2, c1, c2 = (jnp.broadcast_to(v, shape) for v in (k1, k2, c1, c2))
-        return rolled_threefry2x32(k1, k2, c1, c2)
-
-    return mlir.lower_fun(hash_, multiple_results=True)(ctx, key1, key2, x1, x2)
-
-
-LOWERINGS = {"straight": _threefry._cpu_lowering, "rolled": _rolled_lowering}
+LOWERINGS = {"straight": _threefry.lowering_of(_threefry.threefry2x32),
+             "rolled": _threefry.lowering_of(rolled_threefry2x32)}
 
 
 def use(design: str) -> None:
