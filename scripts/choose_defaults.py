@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autogp import AutoGP  # noqa: E402
+from autogp.config import DataConfig  # noqa: E402
 from autogp.data import from_arrays  # noqa: E402
 from autogp.data.seasons import with_frequency  # noqa: E402
 from autogp.data.transform import choose_transform  # noqa: E402
@@ -74,6 +75,10 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "budget+BM=6": {**LIGHT, "grammar.weights.BM": 6.0},
     "budget+BM=6+draws=4": {**LIGHT, "grammar.weights.BM": 6.0, "refine.posterior_draws": 4,
                             "refine.hmc_steps": 3},
+    # The fitting window (data.window, 300 by default): every training point instead (the
+    # sparse bound above smc.sparse_above points), or the last 500.
+    "window=0": {"data.window": 0},
+    "window=500": {"data.window": 500},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,
@@ -102,15 +107,15 @@ def training_windows(n: int, h: int, origins: int, min_train: int) -> list[tuple
     return out
 
 
-def load_series(dev: int, m3: int, seed: int) -> list[dict]:
+def load_series(dev: int, m3: int, seed: int, longest: int = 0) -> list[dict]:
     """Series as dicts (uid, freq, stamps, values of the TRAIN part): the ``dev`` shortest
-    development-panel series with at least 30 training values, and ``m3`` M3 monthly series
-    drawn with ``seed``."""
+    development-panel series with at least 30 training values (the ``longest`` longest
+    instead, when given), and ``m3`` M3 monthly series drawn with ``seed``."""
     out = []
-    if dev:
+    if dev or longest:
         train = read_train(DATA / "dev_panel.csv.gz").dropna(subset=["y"])
-        sizes = train.groupby("unique_id").size()
-        chosen = sizes[sizes >= 30].sort_values(kind="stable").index[:dev]
+        sizes = train.groupby("unique_id").size().sort_values(kind="stable")
+        chosen = sizes.index[-longest:] if longest else sizes[sizes >= 30].index[:dev]
         for uid in chosen:
             g = train[train["unique_id"] == uid]
             out.append({"uid": uid, "freq": g["freq"].iloc[0], "ds": g["ds"].to_numpy(),
@@ -152,11 +157,18 @@ def _resolved_transform(window: dict, overrides: dict) -> float | None:
     """The Box-Cox lambda (None: none, 0: log) a candidate fits this window with, decided from
     the window's training values as the model decides it."""
     mode = str(overrides.get("data.transform", "auto"))
-    if mode == "log" and not np.all(window["series"].y > 0):
+    # the values the fit sees: the last data.window of them
+    y = window["series"].y[-_fitting_window(overrides):]
+    if mode == "log" and not np.all(y > 0):
         return None  # log needs positive values: such windows are fitted untransformed
     lam = overrides.get("data.boxcox_lambda")
-    return choose_transform(window["series"].y, window["season"], mode,
-                            None if lam is None else float(lam)).lam
+    return choose_transform(y, window["season"], mode, None if lam is None else float(lam)).lam
+
+
+def _fitting_window(overrides: dict) -> int:
+    """The candidate's data.window as a slice length (0: every value)."""
+    window = int(overrides.get("data.window", DataConfig().window))
+    return window if window > 0 else 10**9
 
 
 def _transform_settings(lam: float | None) -> dict[str, object]:
@@ -176,7 +188,9 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
     (other settings, transform, window), so ``defaults`` (auto) reuses the ``transform=none``
     and ``transform=log`` fits of the windows where it picks none or log: the same settings,
     hence the same model."""
-    other = {k: v for k, v in overrides.items() if not k.startswith("data.")}
+    # data.transform is resolved per window below; other data keys go to the fit as given
+    other = {k: v for k, v in overrides.items()
+             if k not in ("data.transform", "data.boxcox_lambda")}
     base_key = json.dumps(sorted(other.items()), default=str)
     groups: dict[float | None, list[dict]] = {}
     for w in windows:
@@ -322,6 +336,8 @@ def write_summary(out: Path, summary: pd.DataFrame, note: str) -> None:
 def main(argv: list[str] | None = None) -> pd.DataFrame:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dev", type=int, default=12, help="shortest development-panel series")
+    p.add_argument("--dev-longest", type=int, default=0,
+                   help="the longest development-panel series instead of the shortest")
     p.add_argument("--m3", type=int, default=4, help="M3 monthly series (seeded draw)")
     p.add_argument("--limit", type=int, default=None, help="at most this many series in all")
     p.add_argument("--origins", type=int, default=2, help="forecast origins per series")
@@ -361,7 +377,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         write_summary(args.out, summary,
                       f"Length rule spliced from finished runs (no fits). Command: {command}")
         return summary
-    series = load_series(args.dev, args.m3, args.seed)
+    series = load_series(args.dev, args.m3, args.seed, args.dev_longest)
     if args.limit is not None:
         series = series[: args.limit]
     windows = make_windows(series, args.origins)
@@ -379,8 +395,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     summary = summarise(table)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "windows.csv", index=False)
+    dev = f"the {args.dev_longest} longest" if args.dev_longest else str(args.dev)
     note = (f"Rolling-origin validation on training data only: {len(series)} series "
-            f"({args.dev} development-panel, {args.m3} M3 monthly), {args.origins} origins each, "
+            f"({dev} development-panel, {args.m3} M3 monthly), {args.origins} origins each, "
             f"{len(windows)} windows; seed {args.seed}. Command: {command}")
     if args.rescore:
         n = int((table["candidate"] == "defaults").sum())

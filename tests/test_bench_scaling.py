@@ -44,10 +44,11 @@ def test_tiny_long_part_reads_a_csv(tmp_path):
                           "split": np.where(t >= 74, "test", "train")})
     path = tmp_path / "long.csv"
     frame.to_csv(path, index=False)
-    report = bench.main(["--tiny", "--parts", "long", "--long", str(path)])
+    report = bench.main(["--tiny", "--parts", "long", "--long", str(path), "--window", "30"])
     (row,) = report["long"]
     assert "error" not in row, row
     assert row["season"] == 48 and row["num_inducing"] == 0  # short: "auto" stays exact
+    assert (row["fitted_points"], row["training_points"]) == (30, 74)  # --window 30
     assert 0.0 <= row["coverage95"] <= 1.0 and np.isfinite(row["mase_ratio"])
 
 

@@ -104,3 +104,17 @@ def test_splice_takes_each_window_from_the_candidate_its_length_picks(tmp_path):
     assert rule["windows"] == 4
     assert rule["mase_median"] == pytest.approx(expected)
     assert rule["coverage_95_last_third"] == 1.0  # every y inside [-9, 9]
+
+
+def test_longest_series_and_the_window_candidates():
+    """--dev-longest picks the longest development series; a window candidate's values are
+    the last data.window training values (0: all), as the fit sees them."""
+    train = pd.read_csv(PANEL)
+    sizes = train[train["split"] == "train"].dropna(subset=["y"]).groupby("unique_id").size()
+    series = choose_defaults.load_series(0, 0, 0, longest=2)
+    assert sorted(len(s["y"]) for s in series) == sorted(sizes.nlargest(2).tolist())
+    from autogp.config import DataConfig
+
+    assert choose_defaults._fitting_window({}) == DataConfig().window
+    assert choose_defaults._fitting_window({"data.window": 500}) == 500
+    assert choose_defaults._fitting_window({"data.window": 0}) >= sizes.max()

@@ -136,6 +136,15 @@ def test_explain_table(saved_model):
     assert "PER(l=1, period=12; amp=" in result.stdout  # full expression, not wrapped
 
 
+def test_explain_says_when_a_fit_saw_only_its_window(tmp_path):
+    model = AutoGP.from_kernels(pd.read_csv(AIRLINE), FAKE_TEXTS, weights=[0.7, 0.3],
+                                overrides={"data.window": 100})
+    path = model.save(tmp_path / "windowed.autogp")
+    result = runner.invoke(app, ["explain", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "fitted on the last 100 of 144 observations (data.window)" in result.stdout
+
+
 def test_interrupted_write_leaves_the_previous_output_intact(saved_model, tmp_path, monkeypatch):
     out = tmp_path / "fc.csv"
     assert runner.invoke(app, ["forecast", str(saved_model), "-o", str(out)]).exit_code == 0

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autogp.config.keys import ConfigError, KeySpec, key
+from autogp.data.limits import MIN_POINTS
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,13 @@ class DataConfig:
         "(autogp run)",
         "str", optional=True,
     )
+    window: int = key(
+        300,
+        "fit on the most recent `window` training points of a longer series (0: all of them, "
+        "with the sparse likelihood above smc.sparse_above points): a forecast depends on the "
+        "recent past, and a fit's cost grows as n^3 (n m^2 sparse)",
+        "int", lo=0, hi=100_000_000,
+    )
     max_points: int = key(
         5000, "largest series fitted with an exact GP (cost ~ n^3)", "int", lo=3, hi=1_000_000
     )
@@ -77,6 +85,12 @@ class DataConfig:
         return "log" if self.log_transform else self.transform
 
     def validate(self, prefix: str) -> None:
+        if 0 < self.window < MIN_POINTS:
+            raise ConfigError(
+                f"{prefix}.window = {self.window} leaves too little to fit: use 0 (all points) "
+                f"or at least {MIN_POINTS}",
+                key=f"{prefix}.window",
+            )
         if self.log_transform and self.transform not in ("auto", "log"):
             raise ConfigError(
                 f"{prefix}.log_transform = true contradicts {prefix}.transform = "

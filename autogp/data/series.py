@@ -107,6 +107,14 @@ class TimeSeries:
         sub_stamps = None if self.stamps is None else self.stamps[mask]
         return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test, stamps=sub_stamps)
 
+    def last(self, n: int) -> TimeSeries:
+        """The ``n`` most recent observations (all of them when ``n`` is at least :attr:`n`)."""
+        if n < 1:
+            raise ValueError(f"last(n) needs n >= 1, got {n}")
+        if n >= self.n:
+            return self
+        return self._subset(np.arange(self.n) >= self.n - n)
+
     def train(self) -> TimeSeries:
         """The observations not marked as test (all of them without a split)."""
         if self.is_test is None:

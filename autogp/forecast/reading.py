@@ -27,8 +27,10 @@ def read_series(
     time_col = time_col or d.time_col
     target_col = target_col or d.target_col
     id_col = id_col if id_col is not None else d.id_col
-    # The point cap protects the exact likelihood only; the sparse one scales.
-    max_points = d.max_points if config.smc.likelihood == "exact" else None
+    # The point cap protects the exact likelihood only: the sparse one scales, and a fitting
+    # window no longer than the cap keeps every fit under it.
+    capped = config.smc.likelihood == "exact" and not 0 < d.window <= d.max_points
+    max_points = d.max_points if capped else None
     common = {
         "strict": d.strict,
         "aggregate": d.aggregate,

@@ -23,6 +23,8 @@ Layout (format version 1)::
                                       boxcox_lambda (0: log), transform_reason, log
           "log_marginal_likelihood": -12.3,
           "updates": 0,               online updates applied since the fit
+          "num_inducing": 0,          0: exact GP; else the sparse likelihood's inducing points
+          "left_out": 0,              earlier training points outside data.window (not stored)
           "history": {...},           the SMC's per-round diagnostics
           "particles": [              documentation of the particles (the arrays are authoritative)
             {"structure": "LIN + PER",
@@ -148,6 +150,7 @@ def model_to_bytes(model: FittedModel) -> bytes:
                 "log_marginal_likelihood": _jsonable(float(fit.log_marginal_likelihood)),
                 "updates": fit.updates,
                 "num_inducing": fit.num_inducing,
+                "left_out": fit.left_out,
                 "history": _jsonable(fit.history),
                 "particles": [
                     {
@@ -296,6 +299,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             history=dict(entry.get("history") or {}),
             updates=int(entry.get("updates", 0)),
             num_inducing=int(entry.get("num_inducing", 0)),
+            left_out=int(entry.get("left_out", 0)),
         )
     if not fits:
         raise _bad(source, "no fitted series")

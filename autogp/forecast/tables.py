@@ -64,8 +64,10 @@ def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int =
         rows = table[table["unique_id"] == post.unique_id]
         s = post.series
         unit = f" in {post.scaler.units} units" if post.scaler.transformed else ""
+        seen = (f"the last {s.n} of {s.n + post.left_out} observations (data.window)"
+                if post.left_out else f"{s.n} observations")
         lines.append(
-            f"{post.unique_id}: {s.n} observations, {s.axis.describe()}; "
+            f"{post.unique_id}: {seen}, {s.axis.describe()}; "
             f"{len(post.noise)} particles, {len(rows)} distinct structures"
         )
         if post.scaler.transform_reason:

@@ -92,7 +92,7 @@ def update_posterior(
     stamps = old.ds.append(stamps_new)[order]
     series = TimeSeries(t_all[order], y_all[order], uid, old.axis, None, stamps)
     return Posterior.from_smc(series, fit.scaler, result, num_inducing=fit.num_inducing,
-                              updates=fit.updates + 1)
+                              updates=fit.updates + 1, left_out=fit.left_out)
 
 
 __all__ = ["update_groups", "update_posterior"]

@@ -95,6 +95,8 @@ class Posterior:
     updates: int = 0
     # 0: exact GP predictions; else the sparse likelihood's inducing points (as fitted).
     num_inducing: int = 0
+    # Earlier training points outside the fitting window (data.window): not in ``series``.
+    left_out: int = 0
 
     @classmethod
     def from_smc(
@@ -105,6 +107,7 @@ class Posterior:
         *,
         num_inducing: int = 0,
         updates: int = 0,
+        left_out: int = 0,
     ) -> Posterior:
         """The posterior of ``series`` (normalised by ``scaler``) that an SMC run found."""
         return cls(
@@ -118,6 +121,7 @@ class Posterior:
             history={k: list(v) for k, v in dict(result.history).items()},
             updates=updates,
             num_inducing=num_inducing,
+            left_out=left_out,
         )
 
     def smc_result(self) -> SMCResult:
