@@ -34,12 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autogp import AutoGP  # noqa: E402
-from autogp.config import DataConfig  # noqa: E402
+from autogp.config import load_config  # noqa: E402
 from autogp.data import from_arrays  # noqa: E402
 from autogp.data.seasons import with_frequency  # noqa: E402
 from autogp.data.transform import choose_transform  # noqa: E402
 from autogp.experiments.scoring import scaled_crps  # noqa: E402
 from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
+from autogp.forecast.fitting import fitting_window  # noqa: E402
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
@@ -157,18 +158,18 @@ def _resolved_transform(window: dict, overrides: dict) -> float | None:
     """The Box-Cox lambda (None: none, 0: log) a candidate fits this window with, decided from
     the window's training values as the model decides it."""
     mode = str(overrides.get("data.transform", "auto"))
-    # the values the fit sees: the last data.window of them
-    y = window["series"].y[-_fitting_window(overrides):]
+    y = _fitted_values(window, overrides)
     if mode == "log" and not np.all(y > 0):
         return None  # log needs positive values: such windows are fitted untransformed
     lam = overrides.get("data.boxcox_lambda")
     return choose_transform(y, window["season"], mode, None if lam is None else float(lam)).lam
 
 
-def _fitting_window(overrides: dict) -> int:
-    """The candidate's data.window as a slice length (0: every value)."""
-    window = int(overrides.get("data.window", DataConfig().window))
-    return window if window > 0 else 10**9
+def _fitted_values(window: dict, overrides: dict) -> np.ndarray:
+    """The training values of a window that the candidate's fit sees (its ``data.window``, cut
+    as the package cuts it)."""
+    config = load_config(None, {k: v for k, v in overrides.items() if k == "data.window"})
+    return fitting_window(window["series"], config).y
 
 
 def _transform_settings(lam: float | None) -> dict[str, object]:

@@ -114,7 +114,11 @@ def test_longest_series_and_the_window_candidates():
     series = choose_defaults.load_series(0, 0, 0, longest=2)
     assert sorted(len(s["y"]) for s in series) == sorted(sizes.nlargest(2).tolist())
     from autogp.config import DataConfig
+    from autogp.data import from_arrays
 
-    assert choose_defaults._fitting_window({}) == DataConfig().window
-    assert choose_defaults._fitting_window({"data.window": 500}) == 500
-    assert choose_defaults._fitting_window({"data.window": 0}) >= sizes.max()
+    y = np.arange(float(sizes.max()))
+    window = {"series": from_arrays(y, y)}
+    fitted = choose_defaults._fitted_values
+    np.testing.assert_array_equal(fitted(window, {}), y[-DataConfig().window:])
+    np.testing.assert_array_equal(fitted(window, {"data.window": 500}), y[-500:])
+    np.testing.assert_array_equal(fitted(window, {"data.window": 0}), y)

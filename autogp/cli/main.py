@@ -38,6 +38,7 @@ from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
 from autogp.forecast.atomic import atomic_write
 from autogp.forecast.saveload import ModelFileError
+from autogp.forecast.tables import window_reading
 from autogp.inference.mixture import PredictionError
 
 app = typer.Typer(
@@ -236,10 +237,8 @@ def _print_explanation(console: Console, model: Any, top: int) -> None:
         fit = model.fits[uid]
         unit = f" ({fit.scaler.units} units)" if fit.scaler.transformed else ""
         prefix = f"{uid}: " if len(model.unique_ids) > 1 else ""
-        if fit.left_out:
-            console.print(f"  {prefix}fitted on the last {fit.series.n} of "
-                          f"{fit.series.n + fit.left_out} observations (data.window)",
-                          markup=False, soft_wrap=True)
+        if window := window_reading(fit):
+            console.print(f"  {prefix}fitted on {window}", markup=False, soft_wrap=True)
         if fit.scaler.transform_reason:
             console.print(f"  {prefix}{fit.scaler.transform_reason}", markup=False,
                           soft_wrap=True)

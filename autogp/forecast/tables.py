@@ -56,6 +56,14 @@ def structure_table(
     return df.drop(columns="_o").reset_index(drop=True)
 
 
+def window_reading(post: Posterior) -> str | None:
+    """"the last 300 of 3159 observations (data.window)" when the fit saw only its window."""
+    if not post.left_out:
+        return None
+    n = post.series.n
+    return f"the last {n} of {n + post.left_out} observations (data.window)"
+
+
 def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int = 5) -> str:
     """A plain-text summary of the structure posterior (the ``top`` rows of ``table``, a
     :func:`structure_table`, per series)."""
@@ -64,8 +72,7 @@ def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int =
         rows = table[table["unique_id"] == post.unique_id]
         s = post.series
         unit = f" in {post.scaler.units} units" if post.scaler.transformed else ""
-        seen = (f"the last {s.n} of {s.n + post.left_out} observations (data.window)"
-                if post.left_out else f"{s.n} observations")
+        seen = window_reading(post) or f"{s.n} observations"
         lines.append(
             f"{post.unique_id}: {seen}, {s.axis.describe()}; "
             f"{len(post.noise)} particles, {len(rows)} distinct structures"
@@ -81,4 +88,4 @@ def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int =
     return "\n".join(lines)
 
 
-__all__ = ["STRUCTURE_COLUMNS", "explanation", "structure_table"]
+__all__ = ["STRUCTURE_COLUMNS", "explanation", "structure_table", "window_reading"]
