@@ -4,11 +4,15 @@ import shutil
 import tempfile
 
 # The suite compiles hundreds of programs and runs each on toy data: XLA:CPU's backend (LLVM)
-# optimisation is about a third of every compile and buys nothing at these sizes. Set before
-# JAX starts its backend; autogp's worker processes keep it and add their own flag.
-_FAST_COMPILE = "--xla_backend_optimization_level=0"
-if _FAST_COMPILE not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _FAST_COMPILE]))
+# optimisation is about a third of every compile and buys nothing at these sizes, and its
+# (newer) fusion emitters compile the round programs about a third slower than the classic
+# elemental emitters (bench_rejuvenation --tiny: 9.4 / 11.5 s against 7.0 / 6.7 s;
+# test_round_sizes 90 s against 50 s). Set before JAX starts its backend; autogp's worker
+# processes and the scripts' subprocesses inherit them through the environment.
+_FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+for _flag in _FAST_COMPILE:
+    if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _flag]))
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
