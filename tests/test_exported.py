@@ -16,7 +16,6 @@ from autogp.config import engine_settings, load_config
 from autogp.inference import exported, rounds
 from tests.helpers import small_smc_problem
 
-
 #: The rounds' point counts: the first two fit the 32-column prefix of the padded 64 points,
 #: the last needs all 64, so a run needs two round programs.
 TWO_SIZES = ((10, 9), (25, 18), (40, 27))
