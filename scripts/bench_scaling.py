@@ -12,7 +12,8 @@ Three parts, each optional:
   interval's coverage. Methods: ``window`` (the defaults: the last ``data.window`` points with
   the exact likelihood), ``exact`` and ``sparse`` (every point, with that likelihood);
 * ``long``: the same for the real long series in a CSV (``unique_id, ds, y, split``; rows with
-  ``split == test`` held out), with defaults (``--window`` sets ``data.window``).
+  ``split == test`` held out), with defaults (``--window`` sets ``data.window``,
+  ``--window-seasons`` sets ``data.window_seasons``).
 
 The machine's load matters: run on an idle machine for numbers to compare.
 
@@ -238,6 +239,8 @@ def main(argv=None) -> dict:
                     help="use only the last points of each long series (0: all)")
     ap.add_argument("--window", type=int, default=None,
                     help="data.window of the long part's fits (default: the package's)")
+    ap.add_argument("--window-seasons", type=int, default=None,
+                    help="data.window_seasons of the long part's fits (default: the package's)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
     ap.add_argument("--eval-timeout", type=float, default=600.0,
                     help="seconds per N in the eval part (its own process)")
@@ -294,6 +297,8 @@ def main(argv=None) -> dict:
         long_overrides = dict(overrides)
         if args.window is not None:
             long_overrides["data.window"] = args.window
+        if args.window_seasons is not None:
+            long_overrides["data.window_seasons"] = args.window_seasons
         for uid in ids:
             season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
             spec = {"kind": "csv", "path": str(args.long), "unique_id": uid, "seed": args.seed,

@@ -39,17 +39,20 @@ def test_tiny_eval_part(tmp_path):
 def test_tiny_long_part_reads_a_csv(tmp_path):
     bench = _load()
     t = np.arange(80)
-    frame = pd.DataFrame({"unique_id": "fpp2.elecdemand", "ds": t,
+    ds = pd.date_range("2014-01-01", periods=t.size, freq="30min")  # half-hourly, as named
+    frame = pd.DataFrame({"unique_id": "fpp2.elecdemand", "ds": ds,
                           "y": np.sin(2 * np.pi * t / 12) + 0.01 * t,
                           "split": np.where(t >= 74, "test", "train")})
     path = tmp_path / "long.csv"
     frame.to_csv(path, index=False)
-    report = bench.main(["--tiny", "--parts", "long", "--long", str(path), "--window", "30"])
+    report = bench.main(["--tiny", "--parts", "long", "--long", str(path), "--window", "30",
+                         "--window-seasons", "2"])
     (row,) = report["long"]
     assert "error" not in row, row
     assert row["season"] == 48 and row["num_inducing"] == 0  # short: "auto" stays exact
-    # --tiny keeps the last 60 rows (54 training), --window 30 fits the last 30 of them
-    assert (row["fitted_points"], row["training_points"]) == (30, 54)
+    # --tiny keeps the last 60 rows (54 training, under two weeks of half-hours): --window 30
+    # with --window-seasons 2 keeps every 2nd of them (ceil(54 / 30)), 27 points
+    assert (row["fitted_points"], row["training_points"]) == (27, 54)
     assert 0.0 <= row["coverage95"] <= 1.0 and np.isfinite(row["mase_ratio"])
 
 

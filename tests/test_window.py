@@ -94,3 +94,85 @@ def test_the_point_cap_counts_the_window():
 def test_a_window_too_small_to_fit_is_refused(window):
     with pytest.raises(ConfigError, match="data.window"):
         load_config(None, {"data.window": window})
+
+
+# ---- thinned windows (data.window_seasons): sub-daily series see two cycles of their longest
+# season -----------------------------------------------------------------------------------
+def _regular(freq: str, n: int):
+    import pandas as pd
+
+    ds = pd.date_range("2024-01-01", periods=n, freq=freq)
+    rng = np.random.default_rng(1)
+    return pd.DataFrame({"ds": ds, "y": 10 + np.sin(np.arange(n) / 7.0) + rng.normal(size=n)})
+
+
+def test_every_keeps_the_most_recent_point_and_each_stride_th_before_it():
+    s = from_arrays(T, Y)
+    for stride in (1, 2, 5, 7, N, 2 * N):
+        kept = s.every(stride)
+        np.testing.assert_array_equal(kept.t, T[::-1][::stride][::-1], err_msg=str(stride))
+        np.testing.assert_array_equal(kept.y, Y[::-1][::stride][::-1])
+    with pytest.raises(ValueError, match="stride >= 1"):
+        s.every(0)
+
+
+@pytest.mark.parametrize(
+    ("freq", "n", "window", "stride"),
+    [
+        # two weeks of half-hours are 672 points: every 3rd of the last 900 covers them
+        ("30min", 1400, 300, 3),
+        ("h", 1400, 300, 2),  # 336 hours: every 2nd
+        ("5min", 4500, 300, 14),  # 4,032 five-minute steps: ceil(4032 / 300)
+        # the cap: a day of half-hours keeps 8 points per cycle (48 // 8 = 6), however short
+        # the window
+        ("30min", 1400, 30, 6),
+        ("30min", 600, 300, 2),  # fewer points than two weeks: all of them, every 2nd
+        ("h", 300, 300, 1),  # no longer than the window
+        ("D", 1500, 300, 1),  # a week of days has under 16 points: never thinned
+        ("MS", 600, 300, 1),
+    ],
+)
+def test_the_stride_spans_two_cycles_of_the_longest_season(freq, n, window, stride):
+    from autogp.data import from_frame
+
+    series = from_frame(_regular(freq, n))
+    config = load_config(None, {"data.window": window, "data.window_seasons": 2})
+    assert fitting.window_stride(series, config) == stride
+    off = load_config(None, {"data.window": window})  # the default: no thinning
+    assert fitting.window_stride(series, off) == 1
+    np.testing.assert_array_equal(fitting.fitting_window(series, off).t, series.t[-window:])
+    kept = fitting.fitting_window(series, config)
+    expected = series.t[::-1][:window * stride][::stride][::-1]
+    np.testing.assert_array_equal(kept.t, expected)
+    assert kept.n == min(window, -(-min(n, window * stride) // stride))
+
+
+def test_a_thinned_window_reads_saves_and_forecasts_as_the_thinned_points(tmp_path):
+    import pandas as pd
+
+    frame = _regular("30min", 1000)
+    texts = ["SE(l=0.1; amp=1.0) + PER(l=1.0, period=0.05; amp=1.0)"]
+    # The prior mean ("recent") is the mean of the last day: 48 points on the data's grid, the
+    # 16 most recent of the thinned window.
+    thin = {"data.window": 300, "data.window_seasons": 2}
+    recent = AutoGP.from_kernels(frame, texts, overrides=thin)
+    scaler = recent.fits[recent.unique_ids[0]].scaler
+    assert scaler.value_offset == pytest.approx(frame["y"].iloc[-46::3].mean(), rel=1e-12)
+    # (centred on the mean below: the hand-made model's own grid is every 90 minutes)
+    model = AutoGP.from_kernels(frame, texts, overrides={**thin, "data.center": "mean"})
+    fit = model.fits[model.unique_ids[0]]
+    assert (fit.series.n, fit.left_out, fit.stride) == (300, 700, 3)
+    # the same model by hand: the thinned points (every 3rd of the last 900), all of them used
+    thinned = frame.iloc[::-1].iloc[:900:3].iloc[::-1]
+    by_hand = AutoGP.from_kernels(thinned, texts,
+                                  overrides={"data.window": 0, "data.center": "mean"})
+    a = model.predict(12)
+    step = pd.Timedelta(minutes=30)  # forecasts stay on the data's grid, not the stride's
+    assert list(a["ds"]) == [frame["ds"].iloc[-1] + k * step for k in range(1, 13)]
+    b = by_hand.predict(list(a["ds"]))
+    np.testing.assert_allclose(a["AutoGP"], b["AutoGP"], rtol=1e-10)
+    reading = "every 3rd of the last 898 of 1000 observations (300 points"
+    assert reading in model.explain()
+    loaded = load(model.save(tmp_path / "m.autogp"))
+    assert loaded.fits[loaded.unique_ids[0]].stride == 3
+    assert reading in loaded.explain()

@@ -68,6 +68,14 @@ class DataConfig:
         "recent past, and a fit's cost grows as n^3 (n m^2 sparse)",
         "int", lo=0, hi=100_000_000,
     )
+    window_seasons: int = key(
+        0,
+        "cycles of the longest calendar season the window spans (0: off): hourly and finer "
+        "series whose `window` recent points cover fewer cycles (300 half-hours are under a "
+        "week) keep every k-th point of that span instead, `window` points in all, at most "
+        "one in 8 of the shortest season's steps (see README, Long series)",
+        "int", lo=0, hi=1000,
+    )
     max_points: int = key(
         5000, "largest series fitted with an exact GP (cost ~ n^3)", "int", lo=3, hi=1_000_000
     )

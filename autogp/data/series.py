@@ -115,6 +115,14 @@ class TimeSeries:
             return self
         return self._subset(np.arange(self.n) >= self.n - n)
 
+    def every(self, stride: int) -> TimeSeries:
+        """Every ``stride``-th observation, counted back from the most recent (which is kept)."""
+        if stride < 1:
+            raise ValueError(f"every(stride) needs stride >= 1, got {stride}")
+        if stride == 1:
+            return self
+        return self._subset((self.n - 1 - np.arange(self.n)) % stride == 0)
+
     def train(self) -> TimeSeries:
         """The observations not marked as test (all of them without a split)."""
         if self.is_test is None:

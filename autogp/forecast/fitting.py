@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Callable
 
 import jax
+import numpy as np
 
 from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
@@ -41,22 +42,58 @@ def num_inducing(config: Config, n: int) -> int:
                                settings.sparse_above)
 
 
+#: A thinned window keeps at least this many observations per cycle of the shortest season.
+MIN_POINTS_PER_CYCLE = 8
+
+
+def window_stride(series: TimeSeries, config: Config) -> int:
+    """Every how many observations the fitting window keeps one (1: every one).
+
+    ``data.window`` recent points can be less than one cycle of a calendar season: 300
+    half-hours are 6 days, less than a week. With ``data.window_seasons = k`` the window then
+    reaches back k cycles of the longest season (two weeks at k = 2) and keeps every
+    ``stride``-th point of that span, so the fit sees the weekly pattern at the cost of
+    ``window`` points. The stride is capped so that the shortest season keeps
+    ``MIN_POINTS_PER_CYCLE`` points a cycle (a day of half-hours: 16 at stride 3), which never
+    thins daily, weekly, monthly or trading-day data (their shortest season is under 16
+    steps), only hourly and finer series. Off by default: on the three sub-daily series of
+    ``benchmarks/scaling/`` it helped two and hurt the third (README there)."""
+    window, cycles = config.data.window, config.data.window_seasons
+    periods = candidate_periods(series.axis)
+    if not window or not cycles or series.n <= window or not periods:
+        return 1
+    cap = int(min(periods) // (MIN_POINTS_PER_CYCLE * series.axis.step))
+    span = cycles * max(periods)
+    recent = series.t[-window:]
+    if cap < 2 or recent[-1] - recent[0] >= span:
+        return 1
+    needed = int(np.count_nonzero(series.t > series.t[-1] - span))
+    return max(1, min(cap, -(-needed // window)))
+
+
 def fitting_window(series: TimeSeries, config: Config) -> TimeSeries:
     """The part of ``series`` a fit sees: its most recent ``data.window`` points (all of them
-    when the window is 0 or the series is shorter). Forecasts condition on the recent past; the
-    older points cost n^3 (n m^2 with the sparse bound) and on the long series of
-    ``benchmarks/scaling/`` made forecasts worse, not better."""
+    when the window is 0 or the series is shorter), thinned to every ``window_stride``-th point
+    of a longer span where the recent points do not cover the calendar seasons. Forecasts
+    condition on the recent past; the older points cost n^3 (n m^2 with the sparse bound) and
+    on the long series of ``benchmarks/scaling/`` made forecasts worse, not better."""
     window = config.data.window
-    return series.last(window) if window else series
+    if not window:
+        return series
+    stride = window_stride(series, config)
+    return series.last(window * stride).every(stride)
 
 
-def series_scaler(series: TimeSeries, config: Config) -> Scaler:
+def series_scaler(series: TimeSeries, config: Config, stride: int = 1) -> Scaler:
     """The normalisation of one series under ``config.data`` (transform, centring). The
-    transform is chosen from the training values alone (``data.transform``)."""
+    transform is chosen from the training values alone (``data.transform``). ``stride``: the
+    series keeps every stride-th observation of its axis (a thinned window), so its last
+    season is ``season / stride`` of its points."""
     season = seasonality(series.axis)
     center_last = None
     if config.data.center == "recent":
-        center_last = season if season > 1 else max(1, int(math.ceil(0.1 * series.n)))
+        center_last = (-(-season // stride) if season > 1
+                       else max(1, int(math.ceil(0.1 * series.n))))
         center_last = min(center_last, series.n)
     try:
         choice = choose_transform(series.y, season, config.data.effective_transform,
@@ -89,20 +126,22 @@ def fit_series_posterior(
     the result does not depend on which other series are fitted, in what order or where.
     """
     key = series_key(config.seed, series.unique_id, panel)
-    full_n, series = series.n, fitting_window(series, config)
-    scaler = series_scaler(series, config)
+    full_n, stride = series.n, window_stride(series, config)
+    series = fitting_window(series, config)
+    scaler = series_scaler(series, config, stride)
     x = scaler.forward_t(series.t)
     y = scaler.forward_y(series.y)
     grammar, settings = engine_settings(config)
     result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
                          seasonal_period=seasonal_periods(series, scaler))
     return Posterior.from_smc(series, scaler, result, left_out=full_n - series.n,
-                              num_inducing=num_inducing(config, series.n))
+                              num_inducing=num_inducing(config, series.n), stride=stride)
 
 
 __all__ = [
     "fit_series_posterior",
     "fitting_window",
+    "window_stride",
     "num_inducing",
     "seasonal_periods",
     "series_key",

@@ -32,7 +32,12 @@ from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast import saveload
 from autogp.forecast.columns import MODEL_NAME, level_columns
 from autogp.forecast.decompose import decomposition_frame
-from autogp.forecast.fitting import fitting_window, num_inducing, series_scaler
+from autogp.forecast.fitting import (
+    fitting_window,
+    num_inducing,
+    series_scaler,
+    window_stride,
+)
 from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
 from autogp.forecast.reading import read_panel, read_series
 from autogp.forecast.tables import explanation, structure_table
@@ -258,7 +263,8 @@ class AutoGP:
         if model.config.data.effective_transform == "auto":
             model.config = model.config.with_overrides({"data.transform": "none"})
         (series,) = read_series(data, model.config, time_col, target_col, None)[:1]
-        full_n, series = series.n, fitting_window(series, model.config)
+        full_n, stride = series.n, window_stride(series, model.config)
+        series = fitting_window(series, model.config)
         exprs = [k if isinstance(k, Kernel) else parse(k) for k in kernels]
         ops, params = pack(exprs, max_depth=model.config.grammar.max_depth)
         P = len(exprs)
@@ -270,7 +276,7 @@ class AutoGP:
             raise ValueError(f"weights must be {P} non-negative numbers with a positive sum")
         with np.errstate(divide="ignore"):
             lw = np.log(w / w.sum())
-        scaler = series_scaler(series, model.config)
+        scaler = series_scaler(series, model.config, stride)
         model._fits = {
             series.unique_id: Posterior(
                 series=series,
@@ -282,6 +288,7 @@ class AutoGP:
                 history={"count": [[series.n]]},
                 num_inducing=num_inducing(model.config, series.n),
                 left_out=full_n - series.n,
+                stride=stride,
             )
         }
         return model

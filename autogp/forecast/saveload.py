@@ -25,6 +25,7 @@ Layout (format version 1)::
           "updates": 0,               online updates applied since the fit
           "num_inducing": 0,          0: exact GP; else the sparse likelihood's inducing points
           "left_out": 0,              earlier training points outside data.window (not stored)
+          "stride": 1,                the window kept every stride-th training point
           "history": {...},           the SMC's per-round diagnostics
           "particles": [              documentation of the particles (the arrays are authoritative)
             {"structure": "LIN + PER",
@@ -151,6 +152,7 @@ def model_to_bytes(model: FittedModel) -> bytes:
                 "updates": fit.updates,
                 "num_inducing": fit.num_inducing,
                 "left_out": fit.left_out,
+                "stride": fit.stride,
                 "history": _jsonable(fit.history),
                 "particles": [
                     {
@@ -300,6 +302,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             updates=int(entry.get("updates", 0)),
             num_inducing=int(entry.get("num_inducing", 0)),
             left_out=int(entry.get("left_out", 0)),
+            stride=int(entry.get("stride", 1)),
         )
     if not fits:
         raise _bad(source, "no fitted series")

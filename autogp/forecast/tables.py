@@ -57,11 +57,21 @@ def structure_table(
 
 
 def window_reading(post: Posterior) -> str | None:
-    """"the last 300 of 3159 observations (data.window)" when the fit saw only its window."""
+    """"the last 300 of 3159 observations (data.window)" when the fit saw only its window;
+    "every 3rd of the last 898 of 3984 observations (...)" when the window was thinned."""
     if not post.left_out:
         return None
-    n = post.series.n
-    return f"the last {n} of {n + post.left_out} observations (data.window)"
+    n, total = post.series.n, post.series.n + post.left_out
+    if post.stride == 1:
+        return f"the last {n} of {total} observations (data.window)"
+    span = (n - 1) * post.stride + 1
+    return (f"every {_ordinal(post.stride)} of the last {span} of {total} observations "
+            f"({n} points: data.window, data.window_seasons)")
+
+
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
 
 
 def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int = 5) -> str:

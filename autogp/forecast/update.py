@@ -92,7 +92,8 @@ def update_posterior(
     stamps = old.ds.append(stamps_new)[order]
     series = TimeSeries(t_all[order], y_all[order], uid, old.axis, None, stamps)
     return Posterior.from_smc(series, fit.scaler, result, num_inducing=fit.num_inducing,
-                              updates=fit.updates + 1, left_out=fit.left_out)
+                              updates=fit.updates + 1, left_out=fit.left_out,
+                              stride=fit.stride)
 
 
 __all__ = ["update_groups", "update_posterior"]

@@ -97,6 +97,8 @@ class Posterior:
     num_inducing: int = 0
     # Earlier training points outside the fitting window (data.window): not in ``series``.
     left_out: int = 0
+    # The window kept every ``stride``-th training point (see forecast.fitting.window_stride).
+    stride: int = 1
 
     @classmethod
     def from_smc(
@@ -108,6 +110,7 @@ class Posterior:
         num_inducing: int = 0,
         updates: int = 0,
         left_out: int = 0,
+        stride: int = 1,
     ) -> Posterior:
         """The posterior of ``series`` (normalised by ``scaler``) that an SMC run found."""
         return cls(
@@ -122,6 +125,7 @@ class Posterior:
             updates=updates,
             num_inducing=num_inducing,
             left_out=left_out,
+            stride=stride,
         )
 
     def smc_result(self) -> SMCResult:
