@@ -19,6 +19,10 @@ The machine's load matters: run on an idle machine for numbers to compare.
 
     python scripts/bench_scaling.py [--tiny] [--sizes 100 300 ...] [--long PATH]
                                     [--long-ids ID ...] [--json PATH] [--parts eval fit long]
+                                    [--warm]
+
+``--warm`` fits each series a second time in the same process and reports that fit's time too
+(``warm_fit_s``): issue 15's "warm" figures, with every program already compiled.
 
 Every measurement runs in its own process under a timeout (``--timeout`` per fit,
 ``--eval-timeout`` per N of the eval part) and is reported as an error row when it runs out.
@@ -116,6 +120,16 @@ def _child(spec: dict) -> dict:
            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))
     out.update(scores(y_train, y_test, fc[MODEL_NAME].to_numpy(), lo, hi, spec["season"]))
+    if spec.get("warm"):
+        # The same fit again in this process: every program is compiled, so this is the cost
+        # of a fit with a warm cache (the same seed gives the same forecast).
+        again = AutoGP(progress=False, seed=spec["seed"], overrides=overrides)
+        start = time.perf_counter()
+        again.fit(train)
+        out["warm_fit_s"] = time.perf_counter() - start
+        out["warm_same_forecast"] = bool(np.array_equal(
+            again.predict(list(test_t), level=[95])[MODEL_NAME].to_numpy(),
+            fc[MODEL_NAME].to_numpy()))
     return out
 
 
@@ -245,6 +259,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--eval-timeout", type=float, default=600.0,
                     help="seconds per N in the eval part (its own process)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--warm", action="store_true",
+                    help="fit each series twice in its process and report the second fit's "
+                         "time too (warm_fit_s: every program already compiled)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -281,7 +298,7 @@ def main(argv=None) -> dict:
                 if method == "exact" and n > args.exact_max:
                     continue
                 spec = {"kind": "synthetic", "n": n, "seed": args.seed, "season": SEASON,
-                        "overrides": {**overrides, **METHODS[method]}}
+                        "overrides": {**overrides, **METHODS[method]}, "warm": args.warm}
                 row = {"n": n, "method": method, **run_case(spec, args.timeout)}
                 report["fit"].append(row)
                 print(json.dumps(row), flush=True)
@@ -302,7 +319,8 @@ def main(argv=None) -> dict:
         for uid in ids:
             season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
             spec = {"kind": "csv", "path": str(args.long), "unique_id": uid, "seed": args.seed,
-                    "season": season, "last": args.long_last, "overrides": long_overrides}
+                    "season": season, "last": args.long_last, "overrides": long_overrides,
+                    "warm": args.warm}
             row = {"unique_id": uid, "season": season, **run_case(spec, args.timeout)}
             report["long"].append(row)
             print(json.dumps(row), flush=True)
