@@ -168,8 +168,7 @@ def _resolved_transform(window: dict, overrides: dict) -> float | None:
 def _fitted_values(window: dict, overrides: dict) -> np.ndarray:
     """The training values of a window that the candidate's fit sees (its ``data.window``, cut
     as the package cuts it)."""
-    config = load_config(None, {k: v for k, v in overrides.items() if k == "data.window"})
-    return fitting_window(window["series"], config).y
+    return fitting_window(window["series"], load_config(None, overrides)).series.y
 
 
 def _transform_settings(lam: float | None) -> dict[str, object]:

@@ -140,8 +140,10 @@ def test_the_stride_spans_two_cycles_of_the_longest_season(freq, n, window, stri
     assert fitting.window_stride(series, config) == stride
     off = load_config(None, {"data.window": window})  # the default: no thinning
     assert fitting.window_stride(series, off) == 1
-    np.testing.assert_array_equal(fitting.fitting_window(series, off).t, series.t[-window:])
-    kept = fitting.fitting_window(series, config)
+    np.testing.assert_array_equal(fitting.fitting_window(series, off).series.t,
+                                  series.t[-window:])
+    kept, left_out, kept_stride = fitting.fitting_window(series, config)
+    assert (left_out, kept_stride) == (n - kept.n, stride)
     expected = series.t[::-1][:window * stride][::stride][::-1]
     np.testing.assert_array_equal(kept.t, expected)
     assert kept.n == min(window, -(-min(n, window * stride) // stride))

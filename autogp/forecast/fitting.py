@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -71,7 +72,16 @@ def window_stride(series: TimeSeries, config: Config) -> int:
     return max(1, min(cap, -(-needed // window)))
 
 
-def fitting_window(series: TimeSeries, config: Config) -> TimeSeries:
+class FittingWindow(NamedTuple):
+    """The part of a series a fit sees: ``series``, the ``left_out`` training points it does
+    not hold, and the ``stride`` it kept one point in (1: every point)."""
+
+    series: TimeSeries
+    left_out: int
+    stride: int
+
+
+def fitting_window(series: TimeSeries, config: Config) -> FittingWindow:
     """The part of ``series`` a fit sees: its most recent ``data.window`` points (all of them
     when the window is 0 or the series is shorter), thinned to every ``window_stride``-th point
     of a longer span where the recent points do not cover the calendar seasons. Forecasts
@@ -79,9 +89,10 @@ def fitting_window(series: TimeSeries, config: Config) -> TimeSeries:
     on the long series of ``benchmarks/scaling/`` made forecasts worse, not better."""
     window = config.data.window
     if not window:
-        return series
+        return FittingWindow(series, 0, 1)
     stride = window_stride(series, config)
-    return series.last(window * stride).every(stride)
+    seen = series.last(window * stride).every(stride)
+    return FittingWindow(seen, series.n - seen.n, stride)
 
 
 def series_scaler(series: TimeSeries, config: Config, stride: int = 1) -> Scaler:
@@ -126,19 +137,19 @@ def fit_series_posterior(
     the result does not depend on which other series are fitted, in what order or where.
     """
     key = series_key(config.seed, series.unique_id, panel)
-    full_n, stride = series.n, window_stride(series, config)
-    series = fitting_window(series, config)
+    series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
     x = scaler.forward_t(series.t)
     y = scaler.forward_y(series.y)
     grammar, settings = engine_settings(config)
     result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
                          seasonal_period=seasonal_periods(series, scaler))
-    return Posterior.from_smc(series, scaler, result, left_out=full_n - series.n,
+    return Posterior.from_smc(series, scaler, result, left_out=left_out,
                               num_inducing=num_inducing(config, series.n), stride=stride)
 
 
 __all__ = [
+    "FittingWindow",
     "fit_series_posterior",
     "fitting_window",
     "window_stride",

@@ -32,12 +32,7 @@ from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast import saveload
 from autogp.forecast.columns import MODEL_NAME, level_columns
 from autogp.forecast.decompose import decomposition_frame
-from autogp.forecast.fitting import (
-    fitting_window,
-    num_inducing,
-    series_scaler,
-    window_stride,
-)
+from autogp.forecast.fitting import fitting_window, num_inducing, series_scaler
 from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
 from autogp.forecast.reading import read_panel, read_series
 from autogp.forecast.tables import explanation, structure_table
@@ -263,8 +258,7 @@ class AutoGP:
         if model.config.data.effective_transform == "auto":
             model.config = model.config.with_overrides({"data.transform": "none"})
         (series,) = read_series(data, model.config, time_col, target_col, None)[:1]
-        full_n, stride = series.n, window_stride(series, model.config)
-        series = fitting_window(series, model.config)
+        series, left_out, stride = fitting_window(series, model.config)
         exprs = [k if isinstance(k, Kernel) else parse(k) for k in kernels]
         ops, params = pack(exprs, max_depth=model.config.grammar.max_depth)
         P = len(exprs)
@@ -287,7 +281,7 @@ class AutoGP:
                 log_weights=lw,
                 history={"count": [[series.n]]},
                 num_inducing=num_inducing(model.config, series.n),
-                left_out=full_n - series.n,
+                left_out=left_out,
                 stride=stride,
             )
         }
