@@ -10,6 +10,7 @@ from autogp import AutoGP, load
 from autogp.config import ConfigError, load_config
 from autogp.data import DataError, from_arrays
 from autogp.forecast import fitting
+from tests.test_forecast import install_fake_smc
 
 N, W = 48, 30
 T = np.arange(N, dtype=float)
@@ -177,4 +178,24 @@ def test_a_thinned_window_reads_saves_and_forecasts_as_the_thinned_points(tmp_pa
     assert reading in model.explain()
     loaded = load(model.save(tmp_path / "m.autogp"))
     assert loaded.fits[loaded.unique_ids[0]].stride == 3
+    assert reading in loaded.explain()
+
+
+def test_online_updates_of_a_thinned_fit_count_their_new_points_apart(monkeypatch, tmp_path):
+    # Updates fit every new observation (only the fit's own window was thinned), so the
+    # reading must not stretch the thinned span over them.
+    install_fake_smc(monkeypatch)
+    frame = _regular("30min", 1010)
+    model = AutoGP(progress=False, overrides={"data.window": 300, "data.window_seasons": 2})
+    model.fit(frame.iloc[:1000])
+    model.update(frame.iloc[1000:1004])
+    model.update(frame.iloc[1004:])
+    fit = model.fits[model.unique_ids[0]]
+    assert (fit.series.n, fit.left_out, fit.stride, fit.added) == (310, 700, 3, 10)
+    np.testing.assert_array_equal(fit.series.y[-10:], frame["y"].to_numpy()[-10:])
+    reading = ("every 3rd of the last 898 of 1000 observations, then 10 new ones "
+               "(310 points: data.window, data.window_seasons)")
+    assert reading in model.explain()
+    loaded = load(model.save(tmp_path / "m.autogp"))
+    assert loaded.fits[loaded.unique_ids[0]].added == 10
     assert reading in loaded.explain()

@@ -26,6 +26,7 @@ Layout (format version 1)::
           "num_inducing": 0,          0: exact GP; else the sparse likelihood's inducing points
           "left_out": 0,              earlier training points outside data.window (not stored)
           "stride": 1,                the window kept every stride-th training point
+          "added": 0,                 observations online updates appended (all fitted)
           "history": {...},           the SMC's per-round diagnostics
           "particles": [              documentation of the particles (the arrays are authoritative)
             {"structure": "LIN + PER",
@@ -153,6 +154,7 @@ def model_to_bytes(model: FittedModel) -> bytes:
                 "num_inducing": fit.num_inducing,
                 "left_out": fit.left_out,
                 "stride": fit.stride,
+                "added": fit.added,
                 "history": _jsonable(fit.history),
                 "particles": [
                     {
@@ -303,6 +305,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             num_inducing=int(entry.get("num_inducing", 0)),
             left_out=int(entry.get("left_out", 0)),
             stride=int(entry.get("stride", 1)),
+            added=int(entry.get("added", 0)),
         )
     if not fits:
         raise _bad(source, "no fitted series")

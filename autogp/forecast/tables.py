@@ -58,15 +58,18 @@ def structure_table(
 
 def window_reading(post: Posterior) -> str | None:
     """"the last 300 of 3159 observations (data.window)" when the fit saw only its window;
-    "every 3rd of the last 898 of 3984 observations (...)" when the window was thinned."""
+    "every 3rd of the last 898 of 3984 observations (...)" when the window was thinned, and
+    ", then 20 new ones" after online updates (which fit every new observation)."""
     if not post.left_out:
         return None
     n, total = post.series.n, post.series.n + post.left_out
     if post.stride == 1:
         return f"the last {n} of {total} observations (data.window)"
-    span = (n - 1) * post.stride + 1
-    return (f"every {_ordinal(post.stride)} of the last {span} of {total} observations "
-            f"({n} points: data.window, data.window_seasons)")
+    thinned = n - post.added
+    span = (thinned - 1) * post.stride + 1
+    then = f", then {post.added} new ones" if post.added else ""
+    return (f"every {_ordinal(post.stride)} of the last {span} of {total - post.added} "
+            f"observations{then} ({n} points: data.window, data.window_seasons)")
 
 
 def _ordinal(k: int) -> str:

@@ -93,7 +93,7 @@ def update_posterior(
     series = TimeSeries(t_all[order], y_all[order], uid, old.axis, None, stamps)
     return Posterior.from_smc(series, fit.scaler, result, num_inducing=fit.num_inducing,
                               updates=fit.updates + 1, left_out=fit.left_out,
-                              stride=fit.stride)
+                              stride=fit.stride, added=fit.added + int(t_new.size))
 
 
 __all__ = ["update_groups", "update_posterior"]

@@ -99,6 +99,9 @@ class Posterior:
     left_out: int = 0
     # The window kept every ``stride``-th training point (see forecast.fitting.window_stride).
     stride: int = 1
+    # Observations that online updates appended to ``series`` after the fit (all fitted: only
+    # the fit's own window was thinned).
+    added: int = 0
 
     @classmethod
     def from_smc(
@@ -111,6 +114,7 @@ class Posterior:
         updates: int = 0,
         left_out: int = 0,
         stride: int = 1,
+        added: int = 0,
     ) -> Posterior:
         """The posterior of ``series`` (normalised by ``scaler``) that an SMC run found."""
         return cls(
@@ -126,6 +130,7 @@ class Posterior:
             num_inducing=num_inducing,
             left_out=left_out,
             stride=stride,
+            added=added,
         )
 
     def smc_result(self) -> SMCResult:
