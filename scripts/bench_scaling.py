@@ -56,6 +56,7 @@ METHODS = {
     "window": {},  # the defaults: the last data.window points, exact likelihood
     "exact": {"data.window": 0, "smc.likelihood": "exact"},
     "sparse": {"data.window": 0, "smc.likelihood": "sparse"},
+    "late": {"refine.late_steps": 0},  # the window, no optimiser in the late rounds
 }
 #: Season (for MASE and seasonal naive) and horizon of the bundled long series, by id prefix.
 LONG_SEASONS = {
@@ -241,7 +242,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--methods", nargs="+", default=["window", "exact", "sparse"],
                     choices=tuple(METHODS),
                     help="window: the defaults (the last data.window points, exact); exact, "
-                    "sparse: every point with that likelihood")
+                    "sparse: every point with that likelihood; late: the window with "
+                    "refine.late_steps = 0")
     ap.add_argument("--exact-max", type=int, default=3000,
                     help="largest N fitted/evaluated with the exact likelihood")
     ap.add_argument("--inducing", type=int, default=0, help="inducing points (0: default)")

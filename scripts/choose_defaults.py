@@ -80,6 +80,8 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # sparse bound above smc.sparse_above points), or the last 500.
     "window=0": {"data.window": 0},
     "window=500": {"data.window": 500},
+    # No optimiser steps in the rounds on more than half of the data (refine.late_steps).
+    "late_steps=0": {"refine.late_steps": 0},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,

@@ -194,6 +194,7 @@ BAD = [
     ("zero prior std", {"priors": {"l": {"std": 0}}}, ["priors.l.std", "0", "(0,"]),
     ("zero learning rate", {"refine": {"learning_rate": 0.0}},
      ["refine.learning_rate", "(0, 10]"]),
+    ("late steps -2", {"refine": {"late_steps": -2}}, ["refine.late_steps", "-2"]),
     ("level 100", {"forecast": {"levels": [80, 100]}}, ["forecast.levels[1]", "100", "(0, 100)"]),
     ("quantile 1", {"forecast": {"quantiles": [0.5, 1.0]}}, ["forecast.quantiles[1]", "(0, 1)"]),
     ("repeated level", {"forecast": {"levels": [80, 80]}}, ["forecast.levels", "repeated"]),

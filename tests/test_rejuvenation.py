@@ -94,3 +94,67 @@ def test_optimizer_steps_counts_only_the_optimize_mode():
     assert rejuvenation.optimizer_steps(base) == base.refine.steps
     hmc = dataclasses.replace(base, refine=RefineSettings(mode="hmc"))
     assert rejuvenation.optimizer_steps(hmc) == 0
+
+
+@pytest.mark.parametrize("steps", [0, 2, 5])
+def test_steps_as_data_run_that_many_optimiser_steps_in_one_program(steps):
+    # refine.late_steps: a round passes its step count as data, so rounds with full and
+    # with fewer steps share one program; each must equal the static count's rejuvenation.
+    particles = _particles(6, _toy_loglik, jax.random.key(3))
+    key = jax.random.key(11)
+    full = SMCSettings(structure_moves=3, refine=RefineSettings(steps=5))
+    traces = []
+
+    def dynamic(s, k, n):
+        traces.append(1)
+        return rejuvenation.rejuvenate(GRAMMAR, full, s, _toy_loglik, key=k, steps=n)
+
+    ours = jax.jit(dynamic)(particles, key, jnp.asarray(steps))
+    static = SMCSettings(structure_moves=3, refine=RefineSettings(steps=steps))
+    ref = jax.jit(lambda s, k: rejuvenation.rejuvenate(GRAMMAR, static, s, _toy_loglik, key=k))(
+        particles, key)
+    np.testing.assert_array_equal(ours.accepted, ref.accepted)
+    np.testing.assert_array_equal(ours.particles.ops, ref.particles.ops)
+    assert_allclose(ours.particles.params, ref.particles.params, rtol=1e-12, atol=1e-14)
+    assert_allclose(ours.particles.noise, ref.particles.noise, rtol=1e-12, atol=1e-14)
+    assert_allclose(ours.particles.log_likelihood, ref.particles.log_likelihood,
+                    rtol=1e-12, atol=1e-14)
+    if steps == 0:  # the moves' particles, untouched by the optimiser
+        moved = jax.jit(lambda s, k: rejuvenation.rejuvenate(
+            GRAMMAR, SMCSettings(structure_moves=3, refine=RefineSettings(steps=0)), s,
+            _toy_loglik, key=k))(particles, key)
+        np.testing.assert_array_equal(ours.particles.params, moved.particles.params)
+    # the other counts reuse the trace
+    for other in (0, 2, 5):
+        jax.jit(dynamic)(particles, key, jnp.asarray(other))
+    assert len(traces) == 1
+
+
+def test_late_steps_refine_only_the_rounds_on_at_most_half_the_data():
+    from tests.helpers import small_smc_problem
+
+    grammar, settings, data, state = small_smc_problem((30,), 4, regular=True, moves=1, steps=2)
+    settings = dataclasses.replace(settings, round_sizes="full")
+    counts = np.array([[10], [15], [20], [30]])  # rounds 1-2 on at most half the 30 points
+    key = jax.random.key(5)
+
+    def late(n):
+        return dataclasses.replace(settings, refine=dataclasses.replace(settings.refine,
+                                                                        late_steps=n))
+
+    def run(s):
+        return rounds.run_rounds(grammar, s, state, data, counts, key=key)[0]
+
+    default, same, none_late = run(settings), run(late(2)), run(late(0))
+    np.testing.assert_array_equal(same.params, default.params)
+    np.testing.assert_array_equal(same.log_weights, default.log_weights)
+    # by hand: the rounds one at a time, the last two with no optimiser steps at all
+    by_hand = state
+    no_steps = dataclasses.replace(settings, refine=dataclasses.replace(settings.refine, steps=0))
+    for r, k in enumerate(jax.random.split(key, len(counts))):
+        by_hand, _ = rounds._run_round(grammar, settings if r < 2 else no_steps, by_hand, data,
+                                       jnp.asarray(counts[r]), key=k)
+    np.testing.assert_array_equal(none_late.ops, by_hand.ops)
+    assert_allclose(none_late.params, by_hand.params, rtol=1e-12, atol=1e-14)
+    assert_allclose(none_late.log_weights, by_hand.log_weights, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(none_late.params, default.params)

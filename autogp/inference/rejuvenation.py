@@ -61,9 +61,14 @@ def rejuvenate(
     *,
     key: Array,
     period_proposal: periods.PeriodProposal | None = None,
+    steps: Array | None = None,
 ) -> Rejuvenated:
     """``settings.structure_moves`` structure moves, then ``optimizer_steps(settings)``
     optimiser steps, of a flat batch of particles; ``loglik(ops, params, noise) -> [P]``.
+
+    ``steps``: this call's optimiser steps as data (at most ``optimizer_steps(settings)``), so
+    rounds with fewer steps share the program; the steps then run in a ``lax.while_loop``
+    that stops after them. None: all of them, in a ``lax.scan``.
 
     ``key`` is split into one key per move, as a scan of ``moves.structure_move`` over
     ``jax.random.split(key, moves)`` would use them."""
@@ -77,6 +82,7 @@ def rejuvenate(
 
     r = settings.refine
     optimizer = refine.make_optimizer(r.optimizer, r.learning_rate)
+    steps_now = num_steps if steps is None else jnp.minimum(steps, num_steps)
     move_keys = jax.random.split(key, max(num_moves, 1))
 
     def proposal_of(state: moves.ParticleState, i):
@@ -132,7 +138,7 @@ def rejuvenate(
         grads = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         updates, new_opt_state = optimizer.update(grads, opt_state, variables)
         new_variables = optax.apply_updates(variables, updates)
-        update = is_pass & (i < num_moves + num_steps)  # the last pass only scores
+        update = is_pass & (i < num_moves + steps_now)  # the last pass only scores
         variables, opt_state = jax.tree_util.tree_map(
             lambda new, old: jnp.where(update, new, old),
             (new_variables, new_opt_state), (variables, opt_state))
@@ -146,16 +152,38 @@ def rejuvenate(
     start = (particles.params, particles.noise, jnp.zeros_like(particles.log_likelihood),
              jnp.zeros_like(particles.log_likelihood))
     opt_state = optimizer.init((particles.params, particles.noise))
-    (state, _, start), (accepted, lps, lls) = jax.lax.scan(
-        step, (particles, opt_state, start), jnp.arange(num_moves + passes))
+    if steps is None:
+        (state, _, start), (accepted, lps, lls) = jax.lax.scan(
+            step, (particles, opt_state, start), jnp.arange(num_moves + passes))
+        after, ll_after, refined_now = lps[-1], lls[-1], passes > 0
+    else:
+        refined_now = steps_now > 0
+        total = num_moves + jnp.where(refined_now, steps_now + 1, 0)
+        moves_kept = max(num_moves, 1)
+
+        def body(c):
+            i, carry, accepted, _, _ = c
+            carry, (acc, lp, ll) = step(carry, i)
+            row = jnp.minimum(i, moves_kept - 1)
+            accepted = accepted.at[row].set(jnp.where(i < num_moves, acc, accepted[row]))
+            return i + 1, carry, accepted, lp, ll
+
+        zeros = jnp.zeros_like(particles.log_likelihood)
+        _, (state, _, start), accepted, after, ll_after = jax.lax.while_loop(
+            lambda c: c[0] < total, body,
+            (jnp.zeros((), jnp.int32), (particles, opt_state, start),
+             jnp.zeros((moves_kept, P), bool), zeros, zeros))
     if passes > 0:
         params0, noise0, before, ll_before = start
-        after, ll_after = lps[-1], lls[-1]
-        better = jnp.isfinite(after) & (after >= jnp.where(jnp.isfinite(before), before, -jnp.inf))
+        better = (refined_now & jnp.isfinite(after)
+                  & (after >= jnp.where(jnp.isfinite(before), before, -jnp.inf)))
+        ran = jnp.asarray(refined_now)
         state = state._replace(
-            params=jnp.where(better[:, None, None], state.params, params0),
-            noise=jnp.where(better, state.noise, noise0),
-            log_likelihood=jnp.where(better, ll_after, ll_before),
+            params=jnp.where(better[:, None, None], state.params,
+                             jnp.where(ran, params0, state.params)),
+            noise=jnp.where(better, state.noise, jnp.where(ran, noise0, state.noise)),
+            log_likelihood=jnp.where(better, ll_after,
+                                     jnp.where(ran, ll_before, state.log_likelihood)),
         )
     return Rejuvenated(state, accepted[:num_moves])
 

@@ -167,9 +167,12 @@ def smc_round(
 
     # Structure moves and optimiser steps share one call site of the likelihood; HMC, when
     # chosen, runs after the moves with its own.
+    late = settings.refine.late_steps
+    steps = (None if late < 0 else
+             jnp.where(jnp.any(2 * count <= data.length), settings.refine.steps, late))
     done = rejuvenation.rejuvenate(
         grammar, settings, particles, loglik, key=k_moves,
-        period_proposal=_period_proposal(settings, data, P),
+        period_proposal=_period_proposal(settings, data, P), steps=steps,
     )
     particles = done.particles
     acceptance = (jnp.mean(done.accepted.astype(float)) if settings.structure_moves > 0

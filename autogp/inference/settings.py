@@ -19,6 +19,11 @@ class RefineSettings:
     mode: str = "optimize"  # or "hmc" or "none"
     optimizer: str = "adam"  # or "sgd" or "rmsprop"
     steps: int = 50
+    # Optimiser steps of the rounds on more than half of every series' data (-1: ``steps``).
+    # Each round restarts Adam from nearly optimal parameters; in the late rounds its first
+    # steps cost more than the rest recover, so their end point is mostly thrown away
+    # (benchmarks/choose_defaults/, ninth run).
+    late_steps: int = -1
     learning_rate: float = 0.05
     hmc_step_size: float = 0.05
     hmc_leapfrog_steps: int = 10
