@@ -20,9 +20,9 @@ class RefineSettings:
     optimizer: str = "adam"  # or "sgd" or "rmsprop"
     steps: int = 50
     # Optimiser steps of the rounds on more than half of every series' data (-1: ``steps``).
-    # Each round restarts Adam from nearly optimal parameters; in the late rounds its first
-    # steps cost more than the rest recover, so their end point is mostly thrown away
-    # (benchmarks/choose_defaults/, ninth run).
+    # Those rounds are the large ones: 0 makes a 300-point fit about 5x faster, but the
+    # particles that late structure moves changed then go unrefined, and rolling-origin MASE
+    # is 4-10% worse (benchmarks/choose_defaults/, tenth run), so it is off by default.
     late_steps: int = -1
     learning_rate: float = 0.05
     hmc_step_size: float = 0.05
