@@ -175,13 +175,15 @@ def rejuvenate(
              jnp.zeros((moves_kept, P), bool), zeros, zeros))
     if passes > 0:
         params0, noise0, before, ll_before = start
-        better = (refined_now & jnp.isfinite(after)
-                  & (after >= jnp.where(jnp.isfinite(before), before, -jnp.inf)))
         ran = jnp.asarray(refined_now)
+        better = ran & jnp.isfinite(after) & (
+            after >= jnp.where(jnp.isfinite(before), before, -jnp.inf))
+        # The optimiser's end point where it scored at least as well as its start; the moves'
+        # particles where no optimiser pass ran.
+        keep = better | ~ran
         state = state._replace(
-            params=jnp.where(better[:, None, None], state.params,
-                             jnp.where(ran, params0, state.params)),
-            noise=jnp.where(better, state.noise, jnp.where(ran, noise0, state.noise)),
+            params=jnp.where(keep[:, None, None], state.params, params0),
+            noise=jnp.where(keep, state.noise, noise0),
             log_likelihood=jnp.where(better, ll_after,
                                      jnp.where(ran, ll_before, state.log_likelihood)),
         )
