@@ -121,6 +121,11 @@ def _child(spec: dict) -> dict:
            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
     lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))
     out.update(scores(y_train, y_test, fc[MODEL_NAME].to_numpy(), lo, hi, spec["season"]))
+    # What the search found (the posterior's heaviest structures), e.g. for the state
+    # dimension that scripts/bench_statespace.py reads from such rows.
+    table = model.kernels()
+    out["structures"] = [{"structure": s, "weight": float(w)} for s, w in
+                         zip(table["structure"][:5], table["weight"][:5], strict=True)]
     if spec.get("warm"):
         # The same fit again in this process: every program is compiled, so this is the cost
         # of a fit with a warm cache (the same seed gives the same forecast).

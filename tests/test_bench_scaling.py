@@ -56,6 +56,14 @@ def test_tiny_long_part_reads_a_csv(tmp_path):
     # --warm: the same fit again in the same process, with the same forecast
     assert row["warm_fit_s"] > 0 and row["warm_same_forecast"] is True
     assert 0.0 <= row["coverage95"] <= 1.0 and np.isfinite(row["mase_ratio"])
+    # the posterior's heaviest structures, parseable, weights a share of the posterior
+    from autogp.kernels.text import parse
+
+    weights = [s["weight"] for s in row["structures"]]
+    assert 1 <= len(weights) <= 5 and weights == sorted(weights, reverse=True)
+    assert 0.0 < sum(weights) <= 1.0 + 1e-9
+    for s in row["structures"]:
+        parse(s["structure"])
 
 
 def test_an_eval_size_that_runs_out_of_time_is_an_error_row_not_a_stall():

@@ -38,6 +38,7 @@ SMOKE_ARGS = {
 COVERED_ELSEWHERE = {
     "bench_panel.py": "test_bench_panel.py",
     "bench_scaling.py": "test_bench_scaling.py",
+    "bench_statespace.py": "test_bench_statespace.py",
     "choose_defaults.py": "test_choose_defaults.py",
     "seed_spread.py": "test_seed_spread.py",
 }

@@ -1,0 +1,282 @@
+"""Would a state-space likelihood pay? Kalman filter cost against the dense floor (not a test).
+
+Issue 15 names two routes to a likelihood that scales: sparse variational bounds (built:
+``smc.likelihood = "sparse"``) and the state-space form of the grammar, whose Kalman filter gives
+the exact likelihood in O(N d^3) for a state of dimension d. This script measures what the second
+route would cost before it is built, in three parts:
+
+* ``dims``: the state dimension of kernel expressions in the grammar under the standard finite
+  orders (sums stack states, products take Kronecker products, change points keep both sides'
+  states), for the structures in a ``structures.csv`` (``unique_id, structure, weight``, as the
+  panel runs write) or given on the command line;
+* ``cost``: seconds per value-and-gradient of the Kalman filter's log likelihood for a batch of
+  P linear-Gaussian models of dimension d on N evenly spaced points (one compiled call, the
+  filter as a ``lax.scan`` vmapped over the batch), beside the dense floor of the same N
+  (batched Cholesky of K + s I plus the inverse the exact gradient needs), side by side in one
+  run, with their ratio;
+* a check that the filter is the exact likelihood: Matern-3/2, a sum and a Kronecker product
+  of state-space atoms against the dense Gaussian log density of the same kernel (always run).
+
+    python scripts/bench_statespace.py [--tiny] [--sizes 300 1000 3000] [--dims 4 16 64]
+                                       [--structures PATH] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from jax.scipy.linalg import expm  # noqa: E402
+from scipy.stats import multivariate_normal  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+#: PER's harmonics (Solin & Sarkka 2014: 2 states per cosine term, J + 1 terms) and the order
+#: of the finite state-space approximation of SE-like atoms (Hartikainen & Sarkka 2010); RQ as
+#: a scale mixture of RQ_COMPONENTS such SE approximations. These are the usual orders for
+#: about 1e-3 relative error at moderate length scales; shorter PER length scales need more.
+PER_HARMONICS = 7
+SE_ORDER = 6
+RQ_COMPONENTS = 3
+#: States of the atoms that are exact linear-Gaussian state-space models, and of the
+#: approximated ones under the orders above. WN has no state (it is observation noise).
+ATOM_STATES = {
+    "CONST": 1, "LIN": 2, "BM": 1, "IBM": 2, "WN": 0,
+    "M12": 1, "M32": 2, "M52": 3, "M72": 4,
+    "SE": SE_ORDER, "GE": SE_ORDER, "RQ": RQ_COMPONENTS * SE_ORDER,
+    "PER": 2 * (PER_HARMONICS + 1),
+}
+
+
+# --- state dimension of an expression -------------------------------------------------------------
+def state_dimension(expr) -> int:
+    """The state dimension of a kernel expression's state-space form (``ATOM_STATES`` at the
+    leaves; ``+`` and ``CP`` add, ``*`` multiplies: the Kronecker product of the two state
+    spaces, and a product with WN is white noise again)."""
+    from autogp.kernels import spec
+
+    name = spec.NAMES[expr.opcode]
+    if name in ATOM_STATES:
+        return ATOM_STATES[name]
+    left, right = state_dimension(expr.left), state_dimension(expr.right)
+    if name == "*":
+        return left * right
+    return left + right  # "+" and CP
+
+
+def structure_dims(structures: pd.DataFrame) -> dict:
+    """Per structure its state dimension; over the frame, the weighted quantiles of the
+    dimension (each series' posterior weights, the series equally)."""
+    from autogp.kernels.text import parse
+
+    dims = np.array([state_dimension(parse(s)) for s in structures["structure"]])
+    weights = structures["weight"].to_numpy(float)
+    per_series = structures.groupby("unique_id")["weight"].transform("sum").to_numpy(float)
+    weights = weights / per_series / structures["unique_id"].nunique()
+    order = np.argsort(dims)
+    cumulative = np.cumsum(weights[order])
+
+    def quantile(q):
+        return int(dims[order][np.searchsorted(cumulative, q * cumulative[-1])])
+
+    return {
+        "structures": int(len(dims)), "series": int(structures["unique_id"].nunique()),
+        "dim_weighted_median": quantile(0.5), "dim_weighted_q90": quantile(0.9),
+        "dim_max": int(dims.max()),
+        "share_over_64": float(weights[dims > 64].sum() / weights.sum()),
+    }
+
+
+# --- the Kalman filter ----------------------------------------------------------------------------
+def kalman_log_likelihood(A, Q, H, P0, noise, y):
+    """Exact log likelihood of ``y [N]`` under the linear-Gaussian model ``s_0 ~ N(0, P0)``,
+    ``s_{t+1} = A s_t + N(0, Q)``, ``y_t = H s_t + N(0, noise)`` (evenly spaced points)."""
+
+    def step(carry, yt):
+        m, P, ll = carry
+        v = yt - H @ m
+        S = H @ P @ H + noise
+        K = P @ H / S
+        m = m + K * v
+        P = P - jnp.outer(K, K) * S
+        ll = ll - 0.5 * (jnp.log(2 * jnp.pi * S) + v * v / S)
+        return (A @ m, A @ P @ A.T + Q, ll), None
+
+    init = (jnp.zeros(A.shape[0], y.dtype), P0, jnp.zeros((), y.dtype))
+    (_, _, ll), _ = jax.lax.scan(step, init, y)
+    return ll
+
+
+def matern32_model(lengthscale: float, variance: float, dt: float):
+    """Matern-3/2 as a 2-state model at spacing ``dt``: (A, Q, H, P_inf)."""
+    lam = math.sqrt(3.0) / lengthscale
+    F = jnp.array([[0.0, 1.0], [-lam**2, -2 * lam]])
+    P_inf = jnp.diag(jnp.array([variance, lam**2 * variance]))
+    A = expm(F * dt)
+    return A, P_inf - A @ P_inf @ A.T, jnp.array([1.0, 0.0]), P_inf
+
+
+def ou_model(lengthscale: float, variance: float, dt: float):
+    """Matern-1/2 (Ornstein-Uhlenbeck) as a 1-state model."""
+    a = math.exp(-dt / lengthscale)
+    return (jnp.array([[a]]), jnp.array([[variance * (1 - a * a)]]), jnp.array([1.0]),
+            jnp.array([[variance]]))
+
+
+def _sum_model(m1, m2):
+    (A1, Q1, H1, P1), (A2, Q2, H2, P2) = m1, m2
+    block = jax.scipy.linalg.block_diag
+    return block(A1, A2), block(Q1, Q2), jnp.concatenate([H1, H2]), block(P1, P2)
+
+
+def _product_model(m1, m2):
+    (A1, _, H1, P1), (A2, _, H2, P2) = m1, m2
+    A, P_inf = jnp.kron(A1, A2), jnp.kron(P1, P2)
+    return A, P_inf - A @ P_inf @ A.T, jnp.kron(H1, H2), P_inf
+
+
+def exactness_check(n: int = 60, seed: int = 0) -> dict:
+    """Kalman against the dense Gaussian density (scipy) for M32, M12 + M32 and M12 * M12."""
+    rng = np.random.default_rng(seed)
+    x = np.arange(n) * 0.1
+    y = rng.normal(size=n)
+    noise = 0.3
+    r = np.abs(x[:, None] - x[None, :])
+    dense = {
+        "M32": 1.5 * (1 + math.sqrt(3) * r / 0.7) * np.exp(-math.sqrt(3) * r / 0.7),
+        "M12 + M32": 0.8 * np.exp(-r / 2.0) + 1.5 * (1 + math.sqrt(3) * r / 0.7)
+        * np.exp(-math.sqrt(3) * r / 0.7),
+        "M12 * M12": 0.8 * np.exp(-r / 2.0) * 2.0 * np.exp(-r / 0.5),
+    }
+    models = {
+        "M32": matern32_model(0.7, 1.5, 0.1),
+        "M12 + M32": _sum_model(ou_model(2.0, 0.8, 0.1), matern32_model(0.7, 1.5, 0.1)),
+        "M12 * M12": _product_model(ou_model(2.0, 0.8, 0.1), ou_model(0.5, 2.0, 0.1)),
+    }
+    out = {}
+    for name, K in dense.items():
+        A, Q, H, P0 = models[name]
+        kalman = float(kalman_log_likelihood(A, Q, H, P0, noise, jnp.asarray(y)))
+        reference = float(multivariate_normal(np.zeros(n), K + noise * np.eye(n)).logpdf(y))
+        out[name] = {"kalman": kalman, "dense": reference, "abs_diff": abs(kalman - reference)}
+    return out
+
+
+# --- cost per value-and-gradient ----------------------------------------------------------------
+def _timed(fn, *args, repeats: int) -> float:
+    jax.block_until_ready(fn(*args))  # compile
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def random_models(P: int, d: int, seed: int):
+    """A batch of P stable d-state models (random rotations damped below 1) with stationary
+    covariances: costs are what matter here, the models only need to be valid."""
+    rng = np.random.default_rng(seed)
+    A = np.empty((P, d, d))
+    for p in range(P):
+        q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+        A[p] = 0.97 * q
+    Q = np.broadcast_to(0.06 * np.eye(d), (P, d, d)).copy()  # P_inf = I for 0.97 * orthogonal
+    H = rng.normal(size=(P, d)) / math.sqrt(d)
+    P0 = np.broadcast_to(np.eye(d), (P, d, d)).copy()
+    return jnp.asarray(A), jnp.asarray(Q), jnp.asarray(H), jnp.asarray(P0)
+
+
+def kalman_cost(n: int, d: int, particles: int, repeats: int, seed: int) -> float:
+    A, Q, H, P0 = random_models(particles, d, seed)
+    y = jnp.asarray(np.random.default_rng(seed).normal(size=n))
+    log_noise = jnp.full((particles,), math.log(0.1))
+
+    def total(A, Q, log_noise):
+        lls = jax.vmap(kalman_log_likelihood, in_axes=(0, 0, 0, 0, 0, None))(
+            A, Q, H, P0, jnp.exp(log_noise), y)
+        return jnp.sum(lls)
+
+    fn = jax.jit(jax.value_and_grad(total, argnums=(0, 1, 2)))
+    return _timed(fn, A, Q, log_noise, repeats=repeats)
+
+
+def dense_floor_cost(n: int, particles: int, repeats: int, seed: int) -> float:
+    """Batched Cholesky of K + s I plus the inverse the exact gradient needs (as
+    ``bench_scaling.py``'s floor), K a Matern-3/2 Gram matrix."""
+    x = np.arange(n) / n
+    r = np.abs(x[:, None] - x[None, :]) / 0.1
+    K = (1 + math.sqrt(3) * r) * np.exp(-math.sqrt(3) * r)
+    K = jnp.asarray(np.broadcast_to(K, (particles, n, n)).copy())
+    s = jnp.full((particles,), math.log(0.1))
+
+    @jax.jit
+    def floor(K, s):
+        eye = jnp.eye(n, dtype=K.dtype)
+        L = jnp.linalg.cholesky(K + jnp.exp(s)[:, None, None] * eye)
+        W = jax.scipy.linalg.solve_triangular(L, jnp.broadcast_to(eye, L.shape), lower=True)
+        return jnp.swapaxes(W, -1, -2) @ W
+
+    return _timed(floor, K, s, repeats=repeats)
+
+
+def cost_table(sizes, dims, particles: int, repeats: int, seed: int, dense_max: int) -> list:
+    rows = []
+    for n in sizes:
+        floor = dense_floor_cost(n, particles, repeats, seed) if n <= dense_max else None
+        for d in dims:
+            kalman = kalman_cost(n, d, particles, repeats, seed)
+            row = {"n": n, "d": d, "particles": particles, "kalman_s": kalman,
+                   "dense_floor_s": floor,
+                   "kalman_over_floor": None if floor is None else kalman / floor}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+# --- main -----------------------------------------------------------------------------------------
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[300, 1000, 3000])
+    ap.add_argument("--dims", type=int, nargs="+", default=[4, 16, 32, 64, 128])
+    ap.add_argument("--particles", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--dense-max", type=int, default=3000, help="largest N of the dense floor")
+    ap.add_argument("--structures", type=Path, action="append", default=[],
+                    help="structures.csv of a panel run (repeatable)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tiny", action="store_true", help="smoke test: tiny sizes")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args(argv)
+    if args.tiny:
+        args.sizes, args.dims, args.particles, args.repeats = [50], [2, 4], 2, 1
+
+    report = {
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                    "jax": jax.__version__, "backend": jax.default_backend()},
+        "orders": {"per_harmonics": PER_HARMONICS, "se_order": SE_ORDER,
+                   "rq_components": RQ_COMPONENTS},
+        "exactness": exactness_check(),
+        "dims": {str(p): structure_dims(pd.read_csv(p)) for p in args.structures},
+        "cost": cost_table(args.sizes, args.dims, args.particles, args.repeats, args.seed,
+                           args.dense_max),
+    }
+    print(json.dumps({"exactness": report["exactness"], "dims": report["dims"]}, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    main()

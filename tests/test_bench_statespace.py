@@ -1,0 +1,67 @@
+"""scripts/bench_statespace.py: the Kalman filter is the exact likelihood (against scipy's dense
+Gaussian density), state dimensions follow the sum / Kronecker rules, and a tiny run reports
+every part."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from tests.helpers import load_script
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return load_script("bench_statespace")
+
+
+def test_kalman_filter_equals_the_dense_density(bench):
+    out = bench.exactness_check(n=40, seed=3)
+    assert set(out) == {"M32", "M12 + M32", "M12 * M12"}
+    for row in out.values():
+        assert row["abs_diff"] < 1e-8 * abs(row["dense"]), row
+
+
+@pytest.mark.parametrize(
+    ("text", "dim"),
+    [
+        ("SE", 6),
+        ("PER", 16),
+        ("LIN + PER * SE", 2 + 16 * 6),  # the sum stacks, the product is a Kronecker product
+        ("CP(LIN, M32 * BM)", 2 + 2 * 1),  # a change point keeps both sides' states
+        ("WN * PER + CONST", 0 + 1),  # white noise times anything is white noise: no state
+        ("(PER + SE) * (PER + LIN)", (16 + 6) * (16 + 2)),
+    ],
+)
+def test_state_dimension(bench, text, dim):
+    from autogp.kernels.text import parse
+
+    assert bench.state_dimension(parse(text)) == dim
+
+
+def test_structure_dims_weights_each_series_equally(bench):
+    frame = pd.DataFrame({
+        "unique_id": ["a", "a", "b"],
+        "structure": ["SE", "PER * SE", "LIN"],  # dims 6, 96, 2
+        "weight": [0.9, 0.1, 0.5],  # b's weights need not sum to one
+    })
+    out = bench.structure_dims(frame)
+    # series weights: a: 0.45 (dim 6), 0.05 (dim 96); b: 0.5 (dim 2)
+    assert out["dim_weighted_median"] == 2 and out["dim_weighted_q90"] == 6
+    assert out["dim_max"] == 96 and out["share_over_64"] == pytest.approx(0.05)
+
+
+def test_tiny_run_reports_every_part(bench, tmp_path):
+    structures = tmp_path / "structures.csv"
+    pd.DataFrame({"unique_id": ["a"], "structure": ["PER * SE"], "weight": [1.0]}).to_csv(
+        structures, index=False)
+    report = bench.main(["--tiny", "--structures", str(structures),
+                         "--json", str(tmp_path / "r.json")])
+    assert [(row["n"], row["d"]) for row in report["cost"]] == [(50, 2), (50, 4)]
+    for row in report["cost"]:
+        assert row["kalman_s"] > 0 and row["dense_floor_s"] > 0
+        assert row["kalman_over_floor"] == pytest.approx(row["kalman_s"] / row["dense_floor_s"])
+    assert report["dims"][str(structures)]["dim_max"] == 96
+    assert json.loads((tmp_path / "r.json").read_text())["orders"]["per_harmonics"] == 7
