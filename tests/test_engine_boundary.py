@@ -92,8 +92,9 @@ NON_DEFAULT = {
         "likelihood_power": 0.25, "power_from": 30,
     },
     "refine": {
-        "mode": "hmc", "optimizer": "sgd", "steps": 7, "late_steps": 3, "learning_rate": 0.2,
-        "hmc_step_size": 0.01, "hmc_leapfrog_steps": 3, "hmc_steps": 2, "learn_noise": False,
+        "mode": "hmc", "optimizer": "sgd", "steps": 7, "late_steps": 3, "late_from": 11,
+        "learning_rate": 0.2, "hmc_step_size": 0.01, "hmc_leapfrog_steps": 3, "hmc_steps": 2,
+        "learn_noise": False,
         "posterior_draws": 3,
     },
 }

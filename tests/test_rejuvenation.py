@@ -139,8 +139,8 @@ def test_late_steps_refine_only_the_rounds_on_at_most_half_the_data():
     key = jax.random.key(5)
 
     def late(n):
-        return dataclasses.replace(settings, refine=dataclasses.replace(settings.refine,
-                                                                        late_steps=n))
+        return dataclasses.replace(settings, refine=dataclasses.replace(
+            settings.refine, late_steps=n, late_from=0))
 
     def run(s):
         return rounds.run_rounds(grammar, s, state, data, counts, key=key)[0]
@@ -158,3 +158,29 @@ def test_late_steps_refine_only_the_rounds_on_at_most_half_the_data():
     assert_allclose(none_late.params, by_hand.params, rtol=1e-12, atol=1e-14)
     assert_allclose(none_late.log_weights, by_hand.log_weights, rtol=1e-12, atol=1e-12)
     assert not np.allclose(none_late.params, default.params)
+
+
+def test_late_steps_follow_each_series_own_length_in_a_panel():
+    # refine.late_from: in a panel of a 30-point and a 12-point series with late_from = 20,
+    # the long series' particles are those of a panel fit where every series has late steps
+    # (late_from = 0), the short series' those of one where none has (late_steps = -1).
+    from tests.helpers import small_smc_problem
+
+    grammar, settings, data, state = small_smc_problem((30, 12), 4, regular=True, moves=1,
+                                                       steps=3)
+    settings = dataclasses.replace(settings, round_sizes="full")
+    counts = np.array([[10, 4], [15, 6], [20, 8], [30, 12]])
+    key = jax.random.key(8)
+
+    def run(late_steps, late_from):
+        s = dataclasses.replace(settings, refine=dataclasses.replace(
+            settings.refine, late_steps=late_steps, late_from=late_from))
+        return rounds.run_rounds(grammar, s, state, data, counts, key=key)[0]
+
+    mixed, every, never = run(0, 20), run(0, 0), run(-1, 0)
+    for field in ("ops", "params", "noise", "log_weights"):
+        got = np.asarray(getattr(mixed, field))
+        assert_allclose(got[0], np.asarray(getattr(every, field))[0], rtol=1e-12, atol=1e-12)
+        assert_allclose(got[1], np.asarray(getattr(never, field))[1], rtol=1e-12, atol=1e-12)
+    # and the rule changed something for the long series
+    assert not np.allclose(np.asarray(every.params)[0], np.asarray(never.params)[0])

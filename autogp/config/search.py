@@ -276,8 +276,13 @@ class RefineConfig:
     steps: int = key(_REFINE.steps, "optimizer steps per refinement", "int", lo=0, hi=100_000)
     late_steps: int = key(
         _REFINE.late_steps,
-        "optimizer steps of the rounds on more than half of every series' data (-1: steps)",
+        "optimizer steps in the rounds on more than half of a series' data, for series of at "
+        "least late_from points (-1: steps)",
         "int", lo=-1, hi=100_000,
+    )
+    late_from: int = key(
+        _REFINE.late_from, "series length (points fitted) from which late_steps apply", "int",
+        lo=0, hi=10_000_000,
     )
     learning_rate: float = key(
         _REFINE.learning_rate, "optimizer learning rate", "float", lo=0.0, hi=10.0, lo_open=True

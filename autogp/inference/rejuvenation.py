@@ -66,9 +66,11 @@ def rejuvenate(
     """``settings.structure_moves`` structure moves, then ``optimizer_steps(settings)``
     optimiser steps, of a flat batch of particles; ``loglik(ops, params, noise) -> [P]``.
 
-    ``steps``: this call's optimiser steps as data (at most ``optimizer_steps(settings)``), so
-    rounds with fewer steps share the program; the steps then run in a ``lax.while_loop``
-    that stops after them. None: all of them, in a ``lax.scan``.
+    ``steps``: this call's optimiser steps as data (at most ``optimizer_steps(settings)``), one
+    count for the batch or one per particle ``[P]``, so rounds with fewer steps share the
+    program; the steps then run in a ``lax.while_loop`` that stops after the largest count, and
+    a particle's parameters stop moving after its own count (its result is that of a call with
+    its count alone). None: all of them, in a ``lax.scan``.
 
     ``key`` is split into one key per move, as a scan of ``moves.structure_move`` over
     ``jax.random.split(key, moves)`` would use them."""
@@ -82,7 +84,8 @@ def rejuvenate(
 
     r = settings.refine
     optimizer = refine.make_optimizer(r.optimizer, r.learning_rate)
-    steps_now = num_steps if steps is None else jnp.minimum(steps, num_steps)
+    steps_now = (num_steps if steps is None
+                 else jnp.broadcast_to(jnp.minimum(steps, num_steps), (P,)))
     move_keys = jax.random.split(key, max(num_moves, 1))
 
     def proposal_of(state: moves.ParticleState, i):
@@ -138,10 +141,18 @@ def rejuvenate(
         grads = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         updates, new_opt_state = optimizer.update(grads, opt_state, variables)
         new_variables = optax.apply_updates(variables, updates)
-        update = is_pass & (i < num_moves + steps_now)  # the last pass only scores
+        # A particle's passes after its own step count only score it (the last one always).
+        update = is_pass & (i < num_moves + jnp.asarray(steps_now))
+
+        def where_updated(new, old):
+            if jnp.ndim(update) == 0:
+                return jnp.where(update, new, old)
+            if jnp.ndim(new) == 0:  # state shared by the batch (Adam's step count)
+                return jnp.where(jnp.any(update), new, old)
+            return jnp.where(update.reshape((-1,) + (1,) * (jnp.ndim(new) - 1)), new, old)
+
         variables, opt_state = jax.tree_util.tree_map(
-            lambda new, old: jnp.where(update, new, old),
-            (new_variables, new_opt_state), (variables, opt_state))
+            where_updated, (new_variables, new_opt_state), (variables, opt_state))
         start = jax.tree_util.tree_map(
             lambda now, kept: jnp.where(first_pass, now, kept),
             (state.params, state.noise, lp, ll), start)
@@ -157,8 +168,9 @@ def rejuvenate(
             step, (particles, opt_state, start), jnp.arange(num_moves + passes))
         after, ll_after, refined_now = lps[-1], lls[-1], passes > 0
     else:
-        refined_now = steps_now > 0
-        total = num_moves + jnp.where(refined_now, steps_now + 1, 0)
+        refined_now = steps_now > 0  # [P]
+        most = jnp.max(steps_now)
+        total = num_moves + jnp.where(most > 0, most + 1, 0)
         moves_kept = max(num_moves, 1)
 
         def body(c):

@@ -94,6 +94,18 @@ def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0):
     return fn
 
 
+def late_step_counts(settings: SMCSettings, data: Data, count: Array, P: int) -> Array | None:
+    """Each particle's optimiser steps this round ``[G * P]``: ``refine.late_steps`` for
+    series of at least ``refine.late_from`` points in a round on more than half of them,
+    ``refine.steps`` otherwise; None when ``late_steps`` is off (-1). A series' count depends
+    only on its own data, so its fit does not depend on the panel it is fitted in."""
+    r = settings.refine
+    if r.late_steps < 0:
+        return None
+    late = (2 * count > data.length) & (data.length >= r.late_from)
+    return jnp.repeat(jnp.where(late, r.late_steps, r.steps), P)
+
+
 def _period_proposal(settings: SMCSettings, data: Data, P: int):
     if settings.period_proposal <= 0:
         return None
@@ -167,9 +179,7 @@ def smc_round(
 
     # Structure moves and optimiser steps share one call site of the likelihood; HMC, when
     # chosen, runs after the moves with its own.
-    late = settings.refine.late_steps
-    steps = (None if late < 0 else
-             jnp.where(jnp.any(2 * count <= data.length), settings.refine.steps, late))
+    steps = late_step_counts(settings, data, count, P)
     done = rejuvenation.rejuvenate(
         grammar, settings, particles, loglik, key=k_moves,
         period_proposal=_period_proposal(settings, data, P), steps=steps,

@@ -19,11 +19,14 @@ class RefineSettings:
     mode: str = "optimize"  # or "hmc" or "none"
     optimizer: str = "adam"  # or "sgd" or "rmsprop"
     steps: int = 50
-    # Optimiser steps of the rounds on more than half of every series' data (-1: ``steps``).
-    # Those rounds are the large ones: 0 makes a 300-point fit about 5x faster, but the
-    # particles that late structure moves changed then go unrefined, and rolling-origin MASE
-    # is 4-10% worse (benchmarks/choose_defaults/, tenth run), so it is off by default.
+    # Optimiser steps in the rounds on more than half of a series' data, for series of at
+    # least ``late_from`` points (-1: ``steps``). Those rounds are the large ones: 0 makes a
+    # 300-point fit about 5x faster, but the particles that late structure moves changed then
+    # go unrefined. Rolling-origin MASE was 4-10% worse with 0, 0.3-1.6% worse with 20 on short
+    # windows and 12% worse on the longest ones (benchmarks/choose_defaults/, tenth and
+    # eleventh runs), so it is off by default.
     late_steps: int = -1
+    late_from: int = 0
     learning_rate: float = 0.05
     hmc_step_size: float = 0.05
     hmc_leapfrog_steps: int = 10
