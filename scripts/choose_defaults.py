@@ -82,6 +82,8 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "window=500": {"data.window": 500},
     # No optimiser steps in the rounds on more than half of the data (refine.late_steps).
     "late_steps=0": {"refine.late_steps": 0},
+    "late_steps=10": {"refine.late_steps": 10},
+    "late_steps=20": {"refine.late_steps": 20},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,
