@@ -160,27 +160,42 @@ def test_late_steps_refine_only_the_rounds_on_at_most_half_the_data():
     assert not np.allclose(none_late.params, default.params)
 
 
-def test_late_steps_follow_each_series_own_length_in_a_panel():
-    # refine.late_from: in a panel of a 30-point and a 12-point series with late_from = 20,
-    # the long series' particles are those of a panel fit where every series has late steps
-    # (late_from = 0), the short series' those of one where none has (late_steps = -1).
-    from tests.helpers import small_smc_problem
+def test_per_particle_step_counts_equal_each_count_alone():
+    # refine.late_from: particles of one batch may have different step counts; each particle
+    # must end where a rejuvenation with its count alone leaves it.
+    particles = _particles(6, _toy_loglik, jax.random.key(4))
+    key = jax.random.key(12)
+    # no structure moves: the counts only touch the optimiser, and the moves' tree code would
+    # make this test compile for half a minute
+    full = SMCSettings(structure_moves=0, refine=RefineSettings(steps=5))
+    counts = jnp.array([0, 2, 5, 5, 2, 0])
+    run = jax.jit(lambda s, k, n: rejuvenation.rejuvenate(
+        GRAMMAR, full, s, _toy_loglik, key=k, steps=n))
+    ours = run(particles, key, counts)
+    for n in (0, 2, 5):
+        alone = run(particles, key, jnp.full(counts.shape, n))  # every particle with count n
+        rows = np.flatnonzero(np.asarray(counts) == n)
+        np.testing.assert_array_equal(ours.particles.ops[rows], alone.particles.ops[rows])
+        for field in ("params", "noise", "log_likelihood"):
+            assert_allclose(getattr(ours.particles, field)[rows],
+                            getattr(alone.particles, field)[rows], rtol=1e-12, atol=1e-14)
+    assert not np.allclose(ours.particles.params[1], ours.particles.params[2])
 
-    grammar, settings, data, state = small_smc_problem((30, 12), 4, regular=True, moves=1,
-                                                       steps=3)
-    settings = dataclasses.replace(settings, round_sizes="full")
-    counts = np.array([[10, 4], [15, 6], [20, 8], [30, 12]])
-    key = jax.random.key(8)
 
-    def run(late_steps, late_from):
-        s = dataclasses.replace(settings, refine=dataclasses.replace(
-            settings.refine, late_steps=late_steps, late_from=late_from))
-        return rounds.run_rounds(grammar, s, state, data, counts, key=key)[0]
+def test_late_step_counts_follow_each_series_own_length():
+    # a 30-point and a 12-point series, 2 particles each, late_from = 20: only the long
+    # series gets late steps, and only in rounds on more than half of its points
+    data = rounds.make_data([np.linspace(0, 1, 30), np.linspace(0, 1, 12)],
+                            [np.zeros(30), np.zeros(12)])
+    settings = SMCSettings(refine=RefineSettings(steps=3, late_steps=1, late_from=20))
 
-    mixed, every, never = run(0, 20), run(0, 0), run(-1, 0)
-    for field in ("ops", "params", "noise", "log_weights"):
-        got = np.asarray(getattr(mixed, field))
-        assert_allclose(got[0], np.asarray(getattr(every, field))[0], rtol=1e-12, atol=1e-12)
-        assert_allclose(got[1], np.asarray(getattr(never, field))[1], rtol=1e-12, atol=1e-12)
-    # and the rule changed something for the long series
-    assert not np.allclose(np.asarray(every.params)[0], np.asarray(never.params)[0])
+    def counts(c):
+        return np.asarray(rounds.late_step_counts(settings, data, jnp.asarray(c), 2))
+
+    np.testing.assert_array_equal(counts([16, 12]), [1, 1, 3, 3])
+    np.testing.assert_array_equal(counts([15, 12]), [3, 3, 3, 3])  # 15 is half, not more
+    every = dataclasses.replace(settings, refine=RefineSettings(steps=3, late_steps=1))
+    np.testing.assert_array_equal(
+        np.asarray(rounds.late_step_counts(every, data, jnp.asarray([16, 7]), 2)), [1, 1, 1, 1])
+    off = SMCSettings(refine=RefineSettings(steps=3))
+    assert rounds.late_step_counts(off, data, jnp.asarray([16, 7]), 2) is None
