@@ -8,7 +8,7 @@ route would cost before it is built, in three parts:
 * ``dims``: the state dimension of kernel expressions in the grammar under the standard finite
   orders (sums stack states, products take Kronecker products, change points keep both sides'
   states), for the structures in a ``structures.csv`` (``unique_id, structure, weight``, as the
-  panel runs write) or given on the command line;
+  panel runs write) or in a ``bench_scaling.py --json`` report;
 * ``cost``: seconds per value-and-gradient of the Kalman filter's log likelihood for a batch of
   P linear-Gaussian models of dimension d on N evenly spaced points (one compiled call, the
   filter as a ``lax.scan`` vmapped over the batch), beside the dense floor of the same N
@@ -96,6 +96,20 @@ def structure_dims(structures: pd.DataFrame) -> dict:
         "dim_max": int(dims.max()),
         "share_over_64": float(weights[dims > 64].sum() / weights.sum()),
     }
+
+
+def read_structures(path: Path) -> pd.DataFrame:
+    """``unique_id, structure, weight`` rows from a panel run's ``structures.csv``, or from a
+    ``bench_scaling.py --json`` report (its fits' heaviest structures, parts fit and long)."""
+    if Path(path).suffix != ".json":
+        return pd.read_csv(path)
+    report = json.loads(Path(path).read_text())
+    rows = [{"unique_id": row.get("unique_id", f"{part}_{i}"), **s}
+            for part in ("fit", "long") for i, row in enumerate(report.get(part, []))
+            for s in row.get("structures", [])]
+    if not rows:
+        raise SystemExit(f"{path}: no fitted structures (a bench_scaling.py report?)")
+    return pd.DataFrame(rows, columns=["unique_id", "structure", "weight"])
 
 
 # --- the Kalman filter ----------------------------------------------------------------------------
@@ -268,7 +282,7 @@ def main(argv=None) -> dict:
         "orders": {"per_harmonics": PER_HARMONICS, "se_order": SE_ORDER,
                    "rq_components": RQ_COMPONENTS},
         "exactness": exactness_check(),
-        "dims": {str(p): structure_dims(pd.read_csv(p)) for p in args.structures},
+        "dims": {str(p): structure_dims(read_structures(p)) for p in args.structures},
         "cost": cost_table(args.sizes, args.dims, args.particles, args.repeats, args.seed,
                            args.dense_max),
     }

@@ -65,3 +65,20 @@ def test_tiny_run_reports_every_part(bench, tmp_path):
         assert row["kalman_over_floor"] == pytest.approx(row["kalman_s"] / row["dense_floor_s"])
     assert report["dims"][str(structures)]["dim_max"] == 96
     assert json.loads((tmp_path / "r.json").read_text())["orders"]["per_harmonics"] == 7
+
+
+def test_structures_from_a_bench_scaling_report(bench, tmp_path):
+    report = {"long": [
+        {"unique_id": "half_hourly", "structures": [
+            {"structure": "PER + PER * PER", "weight": 0.75},  # 16 + 256
+            {"structure": "PER", "weight": 0.25}]},
+        {"unique_id": "timed_out", "error": "timeout after 600 s"},
+    ]}
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(report))
+    out = bench.structure_dims(bench.read_structures(path))
+    assert out["series"] == 1 and out["dim_max"] == 272 and out["dim_weighted_median"] == 272
+    assert out["share_over_64"] == pytest.approx(0.75)
+    path.write_text(json.dumps({"long": [{"error": "failed"}]}))
+    with pytest.raises(SystemExit, match="no fitted structures"):
+        bench.read_structures(path)
