@@ -28,7 +28,7 @@ import json
 import math
 import os
 import platform
-import time
+import sys
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -41,6 +41,9 @@ from jax.scipy.linalg import expm  # noqa: E402
 from scipy.stats import multivariate_normal  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_scaling import _timed  # noqa: E402  (best of `repeats` calls after a compiling one)
 
 #: PER's harmonics (Solin & Sarkka 2014: 2 states per cosine term, J + 1 terms) and the order
 #: of the finite state-space approximation of SE-like atoms (Hartikainen & Sarkka 2010); RQ as
@@ -188,16 +191,6 @@ def exactness_check(n: int = 60, seed: int = 0) -> dict:
 
 
 # --- cost per value-and-gradient ----------------------------------------------------------------
-def _timed(fn, *args, repeats: int) -> float:
-    jax.block_until_ready(fn(*args))  # compile
-    best = np.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def random_models(P: int, d: int, seed: int):
     """A batch of P stable d-state models (random rotations damped below 1) with stationary
     covariances: costs are what matter here, the models only need to be valid."""
