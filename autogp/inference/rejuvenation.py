@@ -142,11 +142,9 @@ def rejuvenate(
         updates, new_opt_state = optimizer.update(grads, opt_state, variables)
         new_variables = optax.apply_updates(variables, updates)
         # A particle's passes after its own step count only score it (the last one always).
-        update = is_pass & (i < num_moves + jnp.asarray(steps_now))
+        update = jnp.broadcast_to(is_pass & (i < num_moves + steps_now), (P,))
 
         def where_updated(new, old):
-            if jnp.ndim(update) == 0:
-                return jnp.where(update, new, old)
             if jnp.ndim(new) == 0:  # state shared by the batch (Adam's step count)
                 return jnp.where(jnp.any(update), new, old)
             return jnp.where(update.reshape((-1,) + (1,) * (jnp.ndim(new) - 1)), new, old)
