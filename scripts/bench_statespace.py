@@ -43,7 +43,8 @@ from scipy.stats import multivariate_normal  # noqa: E402
 jax.config.update("jax_enable_x64", True)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_scaling import _timed  # noqa: E402  (best of `repeats` calls after a compiling one)
+# the dense floor, and the best of `repeats` calls after a compiling one, as bench_scaling's
+from bench_scaling import _timed, dense_floor  # noqa: E402
 
 #: PER's harmonics (Solin & Sarkka 2014: 2 states per cosine term, J + 1 terms) and the order
 #: of the finite state-space approximation of SE-like atoms (Hartikainen & Sarkka 2010); RQ as
@@ -220,22 +221,14 @@ def kalman_cost(n: int, d: int, particles: int, repeats: int, seed: int) -> floa
 
 
 def dense_floor_cost(n: int, particles: int, repeats: int, seed: int) -> float:
-    """Batched Cholesky of K + s I plus the inverse the exact gradient needs (as
-    ``bench_scaling.py``'s floor), K a Matern-3/2 Gram matrix."""
+    """``bench_scaling.dense_floor`` (batched Cholesky of K + s I plus the inverse the exact
+    gradient needs) on a Matern-3/2 Gram matrix."""
     x = np.arange(n) / n
     r = np.abs(x[:, None] - x[None, :]) / 0.1
     K = (1 + math.sqrt(3) * r) * np.exp(-math.sqrt(3) * r)
     K = jnp.asarray(np.broadcast_to(K, (particles, n, n)).copy())
     s = jnp.full((particles,), math.log(0.1))
-
-    @jax.jit
-    def floor(K, s):
-        eye = jnp.eye(n, dtype=K.dtype)
-        L = jnp.linalg.cholesky(K + jnp.exp(s)[:, None, None] * eye)
-        W = jax.scipy.linalg.solve_triangular(L, jnp.broadcast_to(eye, L.shape), lower=True)
-        return jnp.swapaxes(W, -1, -2) @ W
-
-    return _timed(floor, K, s, repeats=repeats)
+    return _timed(dense_floor, K, s, repeats=repeats)
 
 
 def cost_table(sizes, dims, particles: int, repeats: int, seed: int, dense_max: int) -> list:
