@@ -48,6 +48,17 @@ def test_unbatched_and_broadcast_right_hand_sides():
     assert_allclose(inv[1], np.linalg.inv(2.0 * np.asarray(L)), rtol=1e-9)
 
 
+@pytest.mark.parametrize("n", [1, 5, 64, 65, 130, 203])
+def test_inverse_from_cholesky_matches_numpy_across_block_levels(n):
+    # 64 is the largest unsplit size; 65, 130 and 203 take one, two and two uneven levels
+    rng = np.random.default_rng(n)
+    A = _spd(rng, (2,), n)
+    inv = np.asarray(linalg.inverse_from_cholesky(linalg.cholesky(jnp.asarray(A))))
+    for i in range(2):
+        assert_allclose(inv[i], np.linalg.inv(A[i]), rtol=1e-9, atol=1e-12)
+    assert_allclose(inv, np.swapaxes(inv, -1, -2), rtol=1e-12, atol=1e-15)
+
+
 def test_not_positive_definite_gives_nan_like_numpy_semantics():
     A = jnp.stack([jnp.eye(3), -jnp.eye(3)])
     L = np.asarray(linalg.cholesky(A))
@@ -78,10 +89,11 @@ def _lapack_operand_shapes(hlo: str) -> list[str]:
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the looped form is CPU-only")
-def test_the_likelihood_gradient_makes_no_batched_lapack_call_on_cpu():
+@pytest.mark.parametrize("n", [12, 70])  # 70: the inverse by blocks
+def test_the_likelihood_gradient_makes_no_batched_lapack_call_on_cpu(n):
     rng = np.random.default_rng(3)
-    K = jnp.asarray(_spd(rng, (4,), 12))
-    y = jnp.asarray(rng.normal(size=12))
+    K = jnp.asarray(_spd(rng, (4,), n))
+    y = jnp.asarray(rng.normal(size=n))
 
     def total(K, s):
         return jnp.sum(gaussian_log_marginal(K, jnp.exp(s), y))

@@ -6,8 +6,8 @@ program. Masked points get unit variance, no correlation and a zero target, so t
 
 The gradient with respect to the (noise-free) covariance is the textbook
 ``G = (alpha alpha^T - (K + s I)^-1) / 2`` and with respect to the noise variance ``trace(G)``;
-writing it by hand uses one ``cho_solve`` against the identity instead of differentiating through
-the Cholesky factorisation and the triangular solves.
+writing it by hand uses one inverse from the Cholesky factor (by blocks) instead of
+differentiating through the Cholesky factorisation and the triangular solves.
 
 A Cholesky factorisation that fails (an ill-conditioned matrix) is retried with growing jitter;
 a particle that still fails gets log likelihood ``-inf`` and zero gradient, never NaN.
@@ -20,7 +20,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from autogp.evaluator.linalg import cho_solve, cholesky, solve_triangular
+from autogp.evaluator.linalg import cho_solve, cholesky, inverse_from_cholesky
 
 # Relative jitter ladder (times the mean of the diagonal): the first rung is always applied.
 BASE_JITTER = 1e-10
@@ -91,11 +91,9 @@ def _logml_fwd(K, noise_var, y, mask):
 
 def _logml_bwd(residuals, g):
     L, alpha, ok, mask = residuals
-    # (K + s I)^-1 = W^T W with W = L^-1: one triangular solve and one matrix product, which
-    # measured faster on CPU than cho_solve's two triangular solves against the identity.
-    eye = jnp.broadcast_to(jnp.eye(L.shape[-1], dtype=L.dtype), L.shape)
-    W = solve_triangular(L, eye, lower=True)
-    inv = jnp.swapaxes(W, -1, -2) @ W
+    # (K + s I)^-1 = L^-T L^-1 by 2 x 2 blocks, recursively (about N^3 flops against the 3 N^3
+    # of L^-1 by a solve against the identity and then W^T W; ``scripts/bench_linalg.py``).
+    inv = inverse_from_cholesky(L)
     m = mask.astype(L.dtype)
     G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - inv) * m[..., :, None] * m[..., None, :]
     G = jnp.where(ok[..., None, None], G, 0.0) * g[..., None, None]
