@@ -8,7 +8,10 @@ a timeout (a stalled program never returns), and reports seconds per call, the l
 batched ratio and how many designs stalled:
 
 * ``exact_N``: Cholesky of P matrices N x N, the solve for alpha and the inverse the exact
-  gradient needs (what the dense likelihood's value and hand-written gradient compute);
+  gradient needs (what the dense likelihood's value and hand-written gradient compute), the
+  inverse as L^-1 by a solve against the identity and then W^T W; a third design, ``blocks``,
+  is the likelihood's own since 2026-12-04: looped, with the inverse from the Cholesky factor by
+  2 x 2 blocks (``linalg.inverse_from_cholesky``, about n^3 flops against 3 n^3);
 * ``sparse_N``: the sparse bound's algebra (Cholesky of Kuu, A = L^-1 Kuf, Cholesky of
   I + A A^T and a solve), differentiated by JAX, for P particles, M = 256 inducing points.
 
@@ -31,7 +34,8 @@ CASES = {  # name -> (kind, particles, n, inducing)
     "exact_1000": ("exact", 16, 1000, 0),
     "sparse_1000": ("sparse", 8, 1000, 256),
 }
-TINY_CASES = {"exact_24": ("exact", 4, 24, 0), "sparse_40": ("sparse", 2, 40, 8)}
+TINY_CASES = {"exact_70": ("exact", 4, 70, 0),  # 70: one level of the blocked inverse
+              "sparse_40": ("sparse", 2, 40, 8)}
 
 
 def _program(kind: str, design: str, particles: int, n: int, inducing: int):
@@ -42,7 +46,7 @@ def _program(kind: str, design: str, particles: int, n: int, inducing: int):
 
     from autogp.evaluator import linalg
 
-    if design == "looped":
+    if design in ("looped", "blocks"):
         chol, solve = linalg.cholesky, linalg.solve_triangular
     else:
         def solve(L, B, trans=0):
@@ -58,8 +62,11 @@ def _program(kind: str, design: str, particles: int, n: int, inducing: int):
         def exact(K, y):
             L = chol(K)
             alpha = solve(L, solve(L, y), trans=1)
-            W = solve(L, jnp.broadcast_to(jnp.eye(n, dtype=K.dtype), K.shape))
-            inv = jnp.swapaxes(W, -1, -2) @ W
+            if design == "blocks":
+                inv = linalg.inverse_from_cholesky(L)
+            else:
+                W = solve(L, jnp.broadcast_to(jnp.eye(n, dtype=K.dtype), K.shape))
+                inv = jnp.swapaxes(W, -1, -2) @ W
             return jnp.sum(alpha) + jnp.sum(inv) + jnp.sum(jnp.log(jnp.diagonal(L, 0, -2, -1)))
 
         return jax.jit(exact), (K, y)
@@ -123,29 +130,39 @@ def main(argv=None) -> dict:
     cases = TINY_CASES if args.tiny else CASES
     runs = 3 if args.tiny else args.runs
     rows = {}
-    print(f"{'case':<12} {'batched s':>10} {'looped s':>10} {'looped/batched':>15}")
+    print(f"{'case':<12} {'batched s':>10} {'looped s':>10} {'looped/batched':>15} "
+          f"{'blocks s':>10} {'blocks/looped':>14}")
     for name, (kind, particles, n, inducing) in cases.items():
         row = {"kind": kind, "particles": particles, "n": n, "inducing": inducing}
-        for design in ("batched", "looped"):
+        designs = ("batched", "looped", "blocks") if kind == "exact" else ("batched", "looped")
+        for design in designs:
             spec = {"kind": kind, "design": design, "particles": particles, "n": n,
                     "inducing": inducing, "runs": runs}
             row[design] = run_case(spec, args.timeout)
         b, lo = row["batched"].get("seconds"), row["looped"].get("seconds")
+        bl = row.get("blocks", {}).get("seconds")
         row["looped_over_batched"] = lo / b if b and lo else None
+        row["blocks_over_looped"] = bl / lo if bl and lo else None
         rows[name] = row
 
         def cell(r):
-            return f"{r['seconds']:.4f}" if "seconds" in r else "STALLED"
+            return "-" if r is None else f"{r['seconds']:.4f}" if "seconds" in r else "STALLED"
 
-        ratio = f"{row['looped_over_batched']:.2f}" if row["looped_over_batched"] else "-"
-        print(f"{name:<12} {cell(row['batched']):>10} {cell(row['looped']):>10} {ratio:>15}")
+        def fmt(v):
+            return f"{v:.2f}" if v else "-"
+
+        print(f"{name:<12} {cell(row['batched']):>10} {cell(row['looped']):>10} "
+              f"{fmt(row['looped_over_batched']):>15} {cell(row.get('blocks')):>10} "
+              f"{fmt(row['blocks_over_looped']):>14}")
     report = {
         "tiny": args.tiny, "runs": runs, "timeout_s": args.timeout, "cases": rows,
-        "stalled": {d: sum("error" in r[d] for r in rows.values()) for d in ("batched", "looped")},
+        "stalled": {d: sum("error" in r.get(d, {}) for r in rows.values())
+                    for d in ("batched", "looped", "blocks")},
         "cpu_count": os.cpu_count(),
     }
     print(f"stalled designs: batched {report['stalled']['batched']}, "
-          f"looped {report['stalled']['looped']} (of {len(rows)} cases each)")
+          f"looped {report['stalled']['looped']}, blocks {report['stalled']['blocks']} "
+          f"(of {len(rows)} cases each; blocks: exact cases only)")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return report

@@ -160,8 +160,11 @@ def check_bench_evaluator(tmp: Path, output: str, _facts) -> None:
 
 def check_bench_linalg(tmp: Path, output: str, _facts) -> None:
     report = json.loads((tmp / "bench_linalg.json").read_text())
-    assert report["tiny"] is True and set(report["cases"]) == {"exact_24", "sparse_40"}
-    assert report["stalled"]["looped"] == 0
+    assert report["tiny"] is True and set(report["cases"]) == {"exact_70", "sparse_40"}
+    assert report["stalled"]["looped"] == 0 and report["stalled"]["blocks"] == 0
+    exact = report["cases"]["exact_70"]
+    assert exact["blocks_over_looped"] == pytest.approx(
+        exact["blocks"]["seconds"] / exact["looped"]["seconds"])
     for row in report["cases"].values():
         looped = row["looped"]["seconds"]
         assert _finite_positive(looped)
