@@ -57,7 +57,7 @@ def cho_solve(L, B):
 
 
 #: Matrices up to this size are inverted by one triangular solve against the identity and one
-#: matrix product; larger ones are split in two (``scripts/bench_linalg.py`` times the choice).
+#: matrix product; larger ones are split in two.
 INVERSE_LEAF = 64
 
 
@@ -65,8 +65,8 @@ def _lower_inverse(L):
     """``L^-1`` of lower triangular ``L`` ``[..., n, n]`` by 2 x 2 blocks, recursively.
 
     With ``L = [[A, 0], [C, D]]``: ``L^-1 = [[A^-1, 0], [-(D^-1 C) A^-1, D^-1]]``, the lower
-    block by two triangular solves. That is n^3 / 3 flops, as LAPACK's ``trtri``, against the
-    n^3 of a solve against the whole identity.
+    block by two triangular solves. That is about n^3 / 3 flops, as LAPACK's ``trtri``, against
+    the n^3 of a solve against the whole identity.
     """
     n = L.shape[-1]
     if n <= INVERSE_LEAF:
@@ -86,7 +86,8 @@ def _lower_inverse(L):
 def _gram_of_lower(W):
     """``W^T W`` for lower triangular ``W`` ``[..., n, n]`` by 2 x 2 blocks (LAPACK's
     ``lauum``): with ``W = [[P, 0], [Q, R]]`` it is ``[[P^T P + Q^T Q, Q^T R], [R^T Q, R^T R]]``,
-    2 n^3 / 3 flops (the products with R use its zeros) against the 2 n^3 of the plain product."""
+    2 n^3 / 3 flops with dense block products (``lauum``: n^3 / 3) against the 2 n^3 of the
+    plain product."""
     n = W.shape[-1]
     if n <= INVERSE_LEAF:
         return jnp.swapaxes(W, -1, -2) @ W
