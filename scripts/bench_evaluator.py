@@ -90,12 +90,16 @@ import equinox.internal as eqxi  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from jax.scipy.linalg import cho_solve, solve_triangular  # noqa: E402
+from jax.scipy.linalg import solve_triangular  # noqa: E402
 
 from autogp.evaluator import gram, leaves, linalg, log_marginal_likelihood  # noqa: E402
 from autogp.evaluator.likelihood import BASE_JITTER  # noqa: E402
 from autogp.inference.grammar import Grammar, sample_prior  # noqa: E402
 from autogp.kernels import spec  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the batched dense floor (Cholesky + inverse), shared with bench_scaling and bench_statespace
+from bench_scaling import dense_floor  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -489,17 +493,6 @@ def _chol(K, noise_u):
     return jnp.linalg.cholesky(_batched_cov(K, noise_u))
 
 
-def _chol_inv(K, noise_u):
-    """Batched Cholesky plus (K + noise I)^-1 by two batched triangular solves against the
-    identity: of the batched forms that cannot stall (one LAPACK call at a time, each waiting
-    for the last), the fastest measured (about half the time of L^-1 and W^T W at N = 300 and
-    512 with one BLAS thread). The blocked inverse the evaluator uses has independent solves,
-    which stall as batched calls (``autogp/evaluator/linalg.py``), so it is timed looped."""
-    L = jnp.linalg.cholesky(_batched_cov(K, noise_u))
-    eye = jnp.broadcast_to(jnp.eye(K.shape[-1], dtype=K.dtype), K.shape)
-    return cho_solve((L, True), eye)
-
-
 def _chol_inv_wtw(K, noise_u):
     """The batched floor used until 2026-12-04 (the evaluator's inverse then): W = L^-1 by one
     solve against the whole identity, then the plain matrix product W^T W (3 n^3 flops)."""
@@ -535,7 +528,7 @@ class Bench:
         self.grid_value, self.grid_grad = make_evaluator(regular_grid=True)
         self.b_value, self.b_grad = make_naive()
         self.chol = jax.jit(_chol)
-        self.chol_inv = jax.jit(_chol_inv)
+        self.chol_inv = dense_floor
         self.chol_inv_looped = jax.jit(_chol_inv_looped)
         self.chol_inv_wtw = jax.jit(_chol_inv_wtw)
         self.gram = jax.jit(gram)
