@@ -196,6 +196,44 @@ def test_regular_grid_vjp_matches_finite_differences():
     check_grads(objective, (jnp.asarray(params),), order=1, modes=["rev"], eps=FD_EPS)
 
 
+def test_regular_grid_lag_space_equals_the_general_path_on_stationary_subtrees():
+    """On a grid, stationary subtrees are carried as lag vectors and expanded only below a
+    non-stationary parent or at the root; values and gradients equal the general path's."""
+    from autogp.evaluator.gram import _matrix_nodes, _stationary_nodes
+
+    rng = np.random.default_rng(270)
+    mostly_stationary = list(spec.STATIONARY) * 4 + [spec.LIN, spec.BM]
+    exprs = [random_expression(rng, 4, atoms=mostly_stationary) for _ in range(21)]
+    # Wholly stationary trees (the whole matrix from one lag vector), e.g. GE + PER.
+    exprs += [random_expression(rng, 3, atoms=spec.STATIONARY, ops=(spec.PLUS, spec.TIMES))
+              for _ in range(3)]
+    ops, params = pack(exprs, 4)
+    stationary = np.asarray(_stationary_nodes(jnp.asarray(ops)))
+    matrix = np.asarray(_matrix_nodes(jnp.asarray(ops), jnp.asarray(stationary)))
+    operator = np.isin(ops, spec.OPERATORS)
+    parent = np.concatenate([ops[:, :1], ops[:, (np.arange(1, ops.shape[1]) - 1) // 2]], axis=1)
+    # The batch covers every case: stationary sums and products inside a subtree (no matrix),
+    # stationary subtree roots below products, sums and change points, and stationary roots.
+    inner = stationary & ~matrix & operator
+    assert set(ops[inner].tolist()) == {spec.PLUS, spec.TIMES}
+    boundary = stationary & matrix & operator
+    assert {spec.PLUS, spec.TIMES, spec.CP} <= set(parent[:, 1:][boundary[:, 1:]].tolist())
+    assert boundary[:, 0].any() and (~stationary[:, 0]).any()
+
+    x = _grids(rng, len(exprs), 30)
+    weights = jnp.asarray(rng.normal(size=(len(exprs), 30, 30)))
+
+    def objective(u, grid):
+        K = gram(ops, u, x, regular_grid=grid) if grid else gram(ops, u, x, x)
+        return jnp.sum(jnp.tanh(K) * weights)
+
+    u = jnp.asarray(params)
+    value_grid, grad_grid = jax.jit(jax.value_and_grad(lambda u: objective(u, True)))(u)
+    value, grad = jax.jit(jax.value_and_grad(lambda u: objective(u, False)))(u)
+    assert_allclose(value_grid, value)
+    assert_allclose(grad_grid, grad)
+
+
 # --- positive semi-definiteness -------------------------------------------------------------------
 
 

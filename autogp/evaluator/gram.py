@@ -87,12 +87,11 @@ def _lag_sums(A):
     return sums.at[0].add(-jnp.trace(A))
 
 
-def _node_value(op, theta, t1, t2, buf, slot, grid=False):
+def _node_value(op, theta, t1, t2, buf, slot, lags=None):
     """Value of node ``slot`` given its children's values in ``buf`` (one formula runs).
 
-    With ``grid`` (``t1 == t2``, sorted and evenly spaced) stationary atoms evaluate their
-    formula on the N lags only and expand it to the Toeplitz matrix: O(N) transcendental
-    functions instead of O(N^2).
+    ``lags`` (regular grids only): the node's value as a lag vector, which ``op = NUM_OPS``
+    expands to its Toeplitz matrix (a stationary node whose parent needs the full matrix).
     """
 
     # Slice the two children out *before* branching: handing the whole scratch buffer to
@@ -103,13 +102,6 @@ def _node_value(op, theta, t1, t2, buf, slot, grid=False):
     def child(k):
         return kids[k - 1]
 
-    def atom(op_):
-        if grid and op_ in spec.STATIONARY:
-            lags = t1 - t1[0]
-            zero = jnp.zeros((1,), t1.dtype)
-            return lambda: _toeplitz(leaves.VALUE[op_](theta, lags, zero)[:, 0])
-        return lambda: leaves.VALUE[op_](theta, t1, t2)
-
     def cp():
         s1, _, _ = leaves.cp_sigmoid(theta, t1)
         s2, _, _ = leaves.cp_sigmoid(theta, t2)
@@ -118,14 +110,16 @@ def _node_value(op, theta, t1, t2, buf, slot, grid=False):
 
     branches = [lambda: jnp.zeros((t1.shape[0], t2.shape[0]), t1.dtype)] * spec.NUM_OPS
     for op_ in spec.ATOMS:
-        branches[op_] = atom(op_)
+        branches[op_] = functools.partial(leaves.VALUE[op_], theta, t1, t2)
     branches[spec.PLUS] = lambda: child(1) + child(2)
     branches[spec.TIMES] = lambda: child(1) * child(2)
     branches[spec.CP] = cp
+    if lags is not None:
+        branches.append(lambda: _toeplitz(lags))
     return jax.lax.switch(op, branches)
 
 
-def _gram_values(ops, theta, x1, x2, grid=False):
+def _gram_values(ops, theta, x1, x2):
     P, S = ops.shape
     N1, N2 = x1.shape[1], x2.shape[1]
     occupied = (ops != spec.EMPTY)[:, ::-1].reshape(-1)  # per particle, slots in descending order
@@ -137,11 +131,100 @@ def _gram_values(ops, theta, x1, x2, grid=False):
     def body(j, buf):
         p = flat[j] // S
         slot = S - 1 - flat[j] % S
-        value = _node_value(ops[p, slot], theta[p, slot], x1[p], x2[p], buf, slot, grid)
+        value = _node_value(ops[p, slot], theta[p, slot], x1[p], x2[p], buf, slot)
         row = jnp.where(slot == 0, S + p, slot)
         return jax.lax.dynamic_update_index_in_dim(buf, value, row, 0)
 
     buf = jax.lax.fori_loop(0, count, body, buf)
+    return buf[S:]
+
+
+# --- regular grids: stationary subtrees as lag vectors -----------------------------------------
+# On a sorted, evenly spaced x a stationary kernel's matrix is Toeplitz, K[i, j] = f[|i - j|],
+# and sums and products of Toeplitz matrices (entry by entry) are Toeplitz again. So a node whose
+# whole subtree is stationary is carried as its N lags, at O(N) per node, and expanded to a
+# matrix only where a non-stationary parent (or the root) needs one. Backwards, the adjoint of
+# such a node is reduced to lag sums once, at that boundary, and pushed down its subtree in lag
+# space. A tree such as ``GE + PER`` then costs one O(N^2) expansion forwards and one lag
+# reduction backwards, where every node cost O(N^2) before.
+_STATIONARY_ATOM = np.zeros(spec.NUM_OPS, dtype=bool)
+_STATIONARY_ATOM[list(spec.STATIONARY)] = True
+#: ``_node_value``'s extra branch: expand a lag vector to its Toeplitz matrix.
+_EXPAND = spec.NUM_OPS
+
+
+def _stationary_nodes(ops):
+    """stationary[p, s]: node s's value depends on t - t' only (a stationary atom, or a sum or
+    product of two such nodes); False at empty slots."""
+    P, S = ops.shape
+    stationary = jnp.asarray(_STATIONARY_ATOM)[ops]
+    joins = (ops == spec.PLUS) | (ops == spec.TIMES)
+    first = (S - 1) // 2  # the deepest level has no operators
+    while first > 0:
+        first = (first - 1) // 2
+        level = np.arange(first, 2 * first + 1)
+        both = stationary[:, 2 * level + 1] & stationary[:, 2 * level + 2]
+        stationary = stationary.at[:, level].set(stationary[:, level] | (joins[:, level] & both))
+    return stationary
+
+
+def _matrix_nodes(ops, stationary):
+    """Occupied nodes whose full matrix is formed: non-stationary nodes, and stationary ones that
+    are roots or children of a non-stationary node."""
+    P, S = ops.shape
+    parent_stationary = jnp.concatenate(
+        [jnp.zeros((P, 1), bool), stationary[:, (np.arange(1, S) - 1) // 2]], axis=1
+    )
+    return (ops != spec.EMPTY) & ~(stationary & parent_stationary)
+
+
+def _node_lags(op, theta, lags, lagbuf, slot):
+    """Lag vector of stationary node ``slot`` from its children's lag vectors in ``lagbuf``."""
+    rows = lagbuf.shape[0]
+    kids = jax.lax.dynamic_slice_in_dim(lagbuf, jnp.minimum(2 * slot + 1, rows - 2), 2)
+    zero = jnp.zeros((1,), lags.dtype)
+    branches = [lambda: jnp.zeros_like(lags)] * spec.NUM_OPS
+    for op_ in spec.STATIONARY:
+        branches[op_] = lambda op_=op_: leaves.VALUE[op_](theta, lags, zero)[:, 0]
+    branches[spec.PLUS] = lambda: kids[0] + kids[1]
+    branches[spec.TIMES] = lambda: kids[0] * kids[1]
+    return jax.lax.switch(op, branches)
+
+
+def _all_lags(ops, theta, lags, stationary):
+    """``[P, S, N]``: every stationary node's lag vector (other rows zero), children first."""
+    P, S = ops.shape
+    wanted = stationary[:, ::-1].reshape(-1)
+    (flat,) = jnp.nonzero(wanted, size=P * S, fill_value=0)
+
+    def body(j, lagbuf):
+        p = flat[j] // S
+        slot = S - 1 - flat[j] % S
+        value = _node_lags(ops[p, slot], theta[p, slot], lags[p], lagbuf[p], slot)
+        return lagbuf.at[p, slot].set(value)
+
+    lagbuf = jnp.zeros((P, S, lags.shape[1]), lags.dtype)
+    return jax.lax.fori_loop(0, jnp.sum(wanted), body, lagbuf)
+
+
+def _gram_values_grid(ops, theta, x):
+    P, S = ops.shape
+    N = x.shape[1]
+    stationary = _stationary_nodes(ops)
+    lagbuf = _all_lags(ops, theta, x - x[:, :1], stationary)
+    wanted = _matrix_nodes(ops, stationary)[:, ::-1].reshape(-1)
+    (flat,) = jnp.nonzero(wanted, size=P * S, fill_value=0)
+    buf = jnp.zeros((S + P, N, N), x.dtype)
+
+    def body(j, buf):
+        p = flat[j] // S
+        slot = S - 1 - flat[j] % S
+        op = jnp.where(stationary[p, slot], _EXPAND, ops[p, slot])
+        value = _node_value(op, theta[p, slot], x[p], x[p], buf, slot, lagbuf[p, slot])
+        row = jnp.where(slot == 0, S + p, slot)
+        return jax.lax.dynamic_update_index_in_dim(buf, value, row, 0)
+
+    buf = jax.lax.fori_loop(0, jnp.sum(wanted), body, buf)
     return buf[S:]
 
 
@@ -150,7 +233,7 @@ def _operator_adjoints(op, theta, t1, t2, kids, adj):
     """Adjoints of an operator's two children and the gradient of its own natural parameters.
 
     ``adj`` is the node's adjoint; ``kids`` ``[2, N1, N2]`` the recomputed children's values
-    (only read by products and change points).
+    (only read by products and change points). Lag vectors work too for sums and products.
     """
     no_grad = jnp.zeros((spec.MAX_PARAMS,), adj.dtype)
 
@@ -179,25 +262,29 @@ def _operator_adjoints(op, theta, t1, t2, kids, adj):
     branches = [
         lambda: (adj, adj, no_grad),
         lambda: (adj * kids[1], adj * kids[0], no_grad),
-        cp,
     ]
+    if adj.ndim == 2:
+        branches.append(cp)
     return jax.lax.switch(op - spec.PLUS, branches)
 
 
-def _leaf_vjp(op, theta, t1, t2, adj, grid=False):
-    def branch(op_):
-        if grid and op_ in spec.STATIONARY:
-            # sum_ij A_ij dk(r_ij) = sum_l a_l dk(lag_l) with a_l the lag sums of A.
-            lags = t1 - t1[0]
-            zero = jnp.zeros((1,), t1.dtype)
-            return lambda: leaves.VJP[op_](theta, lags, zero, _lag_sums(adj)[:, None])
-        return lambda: leaves.VJP[op_](theta, t1, t2, adj)
-
+def _leaf_vjp(op, theta, t1, t2, adj):
     # One branch per opcode (as in ``_node_value``): atoms need not have consecutive opcodes.
     no_grad = lambda: jnp.zeros((spec.MAX_PARAMS,), adj.dtype)
     branches = [no_grad] * spec.NUM_OPS
     for op_ in spec.ATOMS:
-        branches[op_] = branch(op_)
+        branches[op_] = functools.partial(leaves.VJP[op_], theta, t1, t2, adj)
+    return jax.lax.switch(op, branches)
+
+
+def _leaf_vjp_lags(op, theta, lags, a):
+    """A stationary leaf's gradient from its adjoint's lag sums ``a``: sum_ij A_ij dk(r_ij) is
+    sum_l a_l dk(lag_l)."""
+    zero = jnp.zeros((1,), lags.dtype)
+    no_grad = lambda: jnp.zeros((spec.MAX_PARAMS,), a.dtype)
+    branches = [no_grad] * spec.NUM_OPS
+    for op_ in spec.STATIONARY:
+        branches[op_] = functools.partial(leaves.VJP[op_], theta, lags, zero, a[:, None])
     return jax.lax.switch(op, branches)
 
 
@@ -211,7 +298,14 @@ def _per_particle_worklist(select, descending):
     return packed, jnp.sum(select, axis=1)
 
 
-def _gram_backward(ops, theta, x1, x2, cot, grid=False):
+def _loop(worklist, p, body, carry):
+    """``body(slot, carry)`` over particle ``p``'s slots in ``worklist`` (from
+    :func:`_per_particle_worklist`)."""
+    slots, count = worklist
+    return jax.lax.fori_loop(0, count[p], lambda j, c: body(slots[p, j], c), carry)
+
+
+def _gram_backward(ops, theta, x1, x2, cot):
     """Gradient of sum(cot * K) with respect to the natural parameters ``theta``.
 
     Particle by particle, three loops over that particle's work lists, each with one kind of
@@ -226,43 +320,27 @@ def _gram_backward(ops, theta, x1, x2, cot, grid=False):
     dtype = x1.dtype
     occupied = ops != spec.EMPTY
     is_operator = jnp.asarray(spec.IS_OPERATOR)[ops]
-    rec_slots, rec_count = _per_particle_worklist(
-        occupied & _product_ancestors(ops), descending=True
-    )
-    op_slots, op_count = _per_particle_worklist(is_operator, descending=False)
-    leaf_slots, leaf_count = _per_particle_worklist(occupied & ~is_operator, descending=False)
+    recompute = _per_particle_worklist(occupied & _product_ancestors(ops), descending=True)
+    operators = _per_particle_worklist(is_operator, descending=False)
+    leaf_list = _per_particle_worklist(occupied & ~is_operator, descending=False)
 
     def particle(p, carry):
         vals, adjs, grads = carry
         ops_p, theta_p, t1, t2 = ops[p], theta[p], x1[p], x2[p]
 
-        def recompute(j, vals):
-            slot = rec_slots[p, j]
-            v = _node_value(ops_p[slot], theta_p[slot], t1, t2, vals, slot, grid)
+        def recompute_one(slot, vals):
+            v = _node_value(ops_p[slot], theta_p[slot], t1, t2, vals, slot)
             return jax.lax.dynamic_update_index_in_dim(vals, v, slot, 0)
 
-        vals = jax.lax.fori_loop(0, rec_count[p], recompute, vals)
+        vals = _loop(recompute, p, recompute_one, vals)
         adjs = jax.lax.dynamic_update_index_in_dim(adjs, cot[p], 0, 0)
+        adjs, grads = _loop(operators, p, _push(p, ops_p, theta_p, t1, t2, vals), (adjs, grads))
 
-        def push(j, carry):
-            adjs, grads = carry
-            slot = op_slots[p, j]
+        def reduce_leaf(slot, grads):
             adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
-            kids = jax.lax.dynamic_slice_in_dim(vals, 2 * slot + 1, 2)
-            left, right, dtheta = _operator_adjoints(ops_p[slot], theta_p[slot], t1, t2, kids, adj)
-            adjs = jax.lax.dynamic_update_index_in_dim(adjs, left, 2 * slot + 1, 0)
-            adjs = jax.lax.dynamic_update_index_in_dim(adjs, right, 2 * slot + 2, 0)
-            return adjs, grads.at[p, slot].set(dtheta)
+            return grads.at[p, slot].set(_leaf_vjp(ops_p[slot], theta_p[slot], t1, t2, adj))
 
-        adjs, grads = jax.lax.fori_loop(0, op_count[p], push, (adjs, grads))
-
-        def reduce_leaf(j, grads):
-            slot = leaf_slots[p, j]
-            adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
-            dtheta = _leaf_vjp(ops_p[slot], theta_p[slot], t1, t2, adj, grid)
-            return grads.at[p, slot].set(dtheta)
-
-        grads = jax.lax.fori_loop(0, leaf_count[p], reduce_leaf, grads)
+        grads = _loop(leaf_list, p, reduce_leaf, grads)
         return vals, adjs, grads
 
     vals = jnp.zeros((S, N1, N2), dtype)
@@ -272,22 +350,113 @@ def _gram_backward(ops, theta, x1, x2, cot, grid=False):
     return grads
 
 
+def _push(p, ops_p, theta_p, t1, t2, vals):
+    """One top-down step through operator ``slot``: its children's adjoints (matrices or lag
+    vectors, as ``vals`` and the adjoints are) and its own parameters' gradient."""
+
+    def step(slot, carry):
+        adjs, grads = carry
+        adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
+        kids = jax.lax.dynamic_slice_in_dim(vals, 2 * slot + 1, 2)
+        left, right, dtheta = _operator_adjoints(ops_p[slot], theta_p[slot], t1, t2, kids, adj)
+        adjs = jax.lax.dynamic_update_index_in_dim(adjs, left, 2 * slot + 1, 0)
+        adjs = jax.lax.dynamic_update_index_in_dim(adjs, right, 2 * slot + 2, 0)
+        return adjs, grads.at[p, slot].set(dtheta)
+
+    return step
+
+
+def _gram_backward_grid(ops, theta, x, cot):
+    """:func:`_gram_backward` on regular grids, with stationary subtrees in lag space.
+
+    Per particle: (1) every stationary node's lag vector and the matrices that non-stationary
+    products and change points need; (2) adjoints pushed through the non-stationary operators;
+    (3) at each stationary node with a matrix (the boundary) its adjoint's lag sums; (4) lag
+    adjoints pushed through the stationary operators; (5) leaf gradients, from matrices or lag
+    sums.
+    """
+    P, S = ops.shape
+    N = x.shape[1]
+    dtype = x.dtype
+    occupied = ops != spec.EMPTY
+    is_operator = jnp.asarray(spec.IS_OPERATOR)[ops]
+    stationary = _stationary_nodes(ops)
+    matrix = _matrix_nodes(ops, stationary)
+    lags = x - x[:, :1]
+    lagbuf = _all_lags(ops, theta, lags, stationary)
+    recompute = _per_particle_worklist(matrix & _product_ancestors(ops), descending=True)
+    operators = _per_particle_worklist(is_operator & ~stationary, descending=False)
+    boundary = _per_particle_worklist(matrix & stationary, descending=False)
+    lag_operators = _per_particle_worklist(is_operator & stationary, descending=False)
+    leaf = occupied & ~is_operator
+    leaf_list = _per_particle_worklist(leaf & ~stationary, descending=False)
+    lag_leaf_list = _per_particle_worklist(leaf & stationary, descending=False)
+
+    def particle(p, carry):
+        vals, adjs, lag_adjs, grads = carry
+        ops_p, theta_p, t, lags_p, lag_p = ops[p], theta[p], x[p], lags[p], lagbuf[p]
+
+        def recompute_one(slot, vals):
+            op = jnp.where(stationary[p, slot], _EXPAND, ops_p[slot])
+            v = _node_value(op, theta_p[slot], t, t, vals, slot, lag_p[slot])
+            return jax.lax.dynamic_update_index_in_dim(vals, v, slot, 0)
+
+        vals = _loop(recompute, p, recompute_one, vals)
+        adjs = jax.lax.dynamic_update_index_in_dim(adjs, cot[p], 0, 0)
+        adjs, grads = _loop(operators, p, _push(p, ops_p, theta_p, t, t, vals), (adjs, grads))
+
+        def to_lags(slot, lag_adjs):
+            adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
+            return lag_adjs.at[slot].set(_lag_sums(adj))
+
+        lag_adjs = _loop(boundary, p, to_lags, lag_adjs)
+        lag_adjs, grads = _loop(
+            lag_operators, p, _push(p, ops_p, theta_p, lags_p, lags_p, lag_p), (lag_adjs, grads)
+        )
+
+        def reduce_leaf(slot, grads):
+            adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
+            return grads.at[p, slot].set(_leaf_vjp(ops_p[slot], theta_p[slot], t, t, adj))
+
+        def reduce_lag_leaf(slot, grads):
+            return grads.at[p, slot].set(_leaf_vjp_lags(ops_p[slot], theta_p[slot], lags_p,
+                                                        lag_adjs[slot]))
+
+        grads = _loop(leaf_list, p, reduce_leaf, grads)
+        grads = _loop(lag_leaf_list, p, reduce_lag_leaf, grads)
+        return vals, adjs, lag_adjs, grads
+
+    carry = (
+        jnp.zeros((S, N, N), dtype),
+        jnp.zeros((S, N, N), dtype),
+        jnp.zeros((S, N), dtype),
+        jnp.zeros((P, S, spec.MAX_PARAMS), dtype),
+    )
+    return jax.lax.fori_loop(0, P, particle, carry)[-1]
+
+
 # --- public ------------------------------------------------------------------------------------
+def _values(ops, theta, x1, x2, grid):
+    return _gram_values_grid(ops, theta, x1) if grid else _gram_values(ops, theta, x1, x2)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
 def _gram(ops, params, x1, x2, grid):
-    return _gram_values(ops, constrain(ops, params), x1, x2, grid)
+    return _values(ops, constrain(ops, params), x1, x2, grid)
 
 
 def _gram_fwd(ops, params, x1, x2, grid):
     # The transform is elementwise on [P, S, MAX_PARAMS]: its VJP is cheap and keeps the chain rule
     # for the transforms in one place (``kernels.transforms``).
     theta, constrain_vjp = jax.vjp(functools.partial(constrain, ops), params)
-    return _gram_values(ops, theta, x1, x2, grid), (ops, theta, x1, x2, constrain_vjp)
+    return _values(ops, theta, x1, x2, grid), (ops, theta, x1, x2, constrain_vjp)
 
 
 def _gram_bwd(grid, residuals, cot):
     ops, theta, x1, x2, constrain_vjp = residuals
-    (dparams,) = constrain_vjp(_gram_backward(ops, theta, x1, x2, cot, grid))
+    grads = (_gram_backward_grid(ops, theta, x1, cot) if grid
+             else _gram_backward(ops, theta, x1, x2, cot))
+    (dparams,) = constrain_vjp(grads)
     return None, dparams, None, None
 
 
