@@ -267,6 +267,9 @@ def main(argv=None) -> dict:
                     help="data.window of the long part's fits (default: the package's)")
     ap.add_argument("--window-seasons", type=int, default=None,
                     help="data.window_seasons of the long part's fits (default: the package's)")
+    ap.add_argument("--set", dest="set_", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override for the fit and long parts (repeatable), e.g. "
+                         "refine.late_steps=0")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
     ap.add_argument("--eval-timeout", type=float, default=600.0,
                     help="seconds per N in the eval part (its own process)")
@@ -282,10 +285,11 @@ def main(argv=None) -> dict:
         print(json.dumps(_child(json.loads(args.child))))
         return {}
 
+    from autogp.config import parse_overrides
     from autogp.evaluator.sparse import DEFAULT_INDUCING
 
     inducing = args.inducing or DEFAULT_INDUCING
-    overrides = {}
+    overrides = parse_overrides(args.set_)
     if args.inducing:
         overrides["smc.inducing_points"] = args.inducing
     if args.tiny:

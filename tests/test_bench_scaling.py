@@ -45,13 +45,14 @@ def test_tiny_long_part_reads_a_csv(tmp_path):
                           "split": np.where(t >= 74, "test", "train")})
     path = tmp_path / "long.csv"
     frame.to_csv(path, index=False)
+    # window_seasons through --set (a generic config override), window through its own flag
     report = bench.main(["--tiny", "--parts", "long", "--long", str(path), "--window", "30",
-                         "--window-seasons", "2", "--warm"])
+                         "--set", "data.window_seasons=2", "--warm"])
     (row,) = report["long"]
     assert "error" not in row, row
     assert row["season"] == 48 and row["num_inducing"] == 0  # short: "auto" stays exact
     # --tiny keeps the last 60 rows (54 training, under two weeks of half-hours): --window 30
-    # with --window-seasons 2 keeps every 2nd of them (ceil(54 / 30)), 27 points
+    # with window_seasons 2 keeps every 2nd of them (ceil(54 / 30)), 27 points
     assert (row["fitted_points"], row["training_points"]) == (27, 54)
     # --warm: the same fit again in the same process, with the same forecast
     assert row["warm_fit_s"] > 0 and row["warm_same_forecast"] is True
