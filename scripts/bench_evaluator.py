@@ -94,7 +94,7 @@ from jax.scipy.linalg import solve_triangular  # noqa: E402
 
 from autogp.evaluator import gram, leaves, linalg, log_marginal_likelihood  # noqa: E402
 from autogp.evaluator.likelihood import BASE_JITTER  # noqa: E402
-from autogp.inference.grammar import Grammar, sample_prior  # noqa: E402
+from autogp.inference.grammar import DEFAULT_WEIGHTS, Grammar, sample_prior  # noqa: E402
 from autogp.kernels import spec  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -376,15 +376,41 @@ def synthetic_series(n: int, seed: int = 1) -> np.ndarray:
     return normalise(f + 0.1 * rng.standard_normal(n))
 
 
+def atom_weights(atoms: str) -> tuple[tuple[int, float], ...] | None:
+    """``--atoms``: None for the default grammar's weights; ``stationary`` (the stationary atoms
+    with a default weight) or a comma-separated list of atom names: those atoms, ``+`` and ``*``
+    only (no change points), e.g. to time the regular grid's lag-space path on trees it covers
+    wholly."""
+    if atoms == "default":
+        return None
+    names = ([spec.NAMES[op] for op in spec.STATIONARY] if atoms == "stationary"
+             else [a.strip() for a in atoms.split(",")])
+    unknown = [a for a in names if spec.OPCODE_OF_NAME.get(a) not in spec.ATOMS]
+    if unknown:
+        known = ", ".join(spec.NAMES[op] for op in spec.ATOMS)
+        raise SystemExit(f"--atoms: {', '.join(unknown)}: not atom names ({known})")
+    chosen = [spec.OPCODE_OF_NAME[a] for a in names]
+    if atoms == "stationary":  # the stationary atoms that fits propose (default weight > 0)
+        chosen = [op for op in chosen if op in DEFAULT_WEIGHTS]
+    # a named atom the default grammar leaves out gets the default atoms' mean weight
+    mean = np.mean([w for op, w in DEFAULT_WEIGHTS.items() if op in spec.ATOMS])
+    weights = {op: float(DEFAULT_WEIGHTS.get(op, mean)) for op in chosen}
+    return tuple(sorted({**weights, spec.PLUS: DEFAULT_WEIGHTS[spec.PLUS],
+                         spec.TIMES: DEFAULT_WEIGHTS[spec.TIMES]}.items()))
+
+
 @functools.cache
-def prior_sampler(depth: int, particles: int) -> Callable:
-    """Jitted ``key -> (ops, params, noise)``: ``particles`` draws from the default prior."""
-    grammar = Grammar.default(depth)
+def prior_sampler(
+    depth: int, particles: int, weights: tuple[tuple[int, float], ...] | None = None
+) -> Callable:
+    """Jitted ``key -> (ops, params, noise)``: ``particles`` draws from the default prior (with
+    ``weights``, from :func:`atom_weights`, instead of the default production weights)."""
+    grammar = Grammar.default(depth, weights=None if weights is None else dict(weights))
     return jax.jit(lambda key: sample_prior(grammar, particles, key=key))
 
 
-def prior_batch(depth: int, particles: int, seed: int):
-    ops, params, noise = prior_sampler(depth, particles)(jax.random.PRNGKey(seed))
+def prior_batch(depth: int, particles: int, seed: int, weights=None):
+    ops, params, noise = prior_sampler(depth, particles, weights)(jax.random.PRNGKey(seed))
     return np.asarray(ops), np.asarray(params), np.asarray(noise)
 
 
@@ -883,7 +909,8 @@ class Bench:
 
     # --- trace count -----------------------------------------------------------------------------
     def trace_count(
-        self, x, y, num_structures: int, particles: int, depth: int, seed: int, grad_calls: int
+        self, x, y, num_structures: int, particles: int, depth: int, seed: int, grad_calls: int,
+        weights=None,
     ) -> dict:
         """Call (a) on ``num_structures`` fresh prior batches, each with its own random mask of
         the same padded length, and read how often JAX traced its body, counting from the
@@ -892,7 +919,7 @@ class Bench:
         value_and_grad function the first ``grad_calls`` (it costs ~3x as much to run)."""
         before = list(self.a_traces)
         value, grad = self.a_value, self.a_grad
-        draw = prior_sampler(depth, particles)
+        draw = prior_sampler(depth, particles, weights)
         rng = np.random.default_rng(seed)
         xj, yj = jnp.asarray(x), jnp.asarray(y)
         t0 = time.perf_counter()
@@ -1102,6 +1129,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--particles", type=int, default=16)
     p.add_argument("--depth", type=int, default=3)
     p.add_argument("--seed", type=int, default=3, help="prior seed (3: 50 nodes, 3 CP trees)")
+    p.add_argument(
+        "--atoms", default="default",
+        help="atoms of the workload's prior: default (the grammar's), stationary, or names "
+             "such as SE,PER (with + and *, no change points)",
+    )
     p.add_argument("--synthetic-n", type=int, default=512)
     p.add_argument("--structures", type=int, default=200, help="prior batches for the trace count")
     p.add_argument("--budget", type=float, help="seconds per measurement at N = 144")
@@ -1168,7 +1200,8 @@ def main(argv=None) -> dict:
     report: dict = {"config": {}, "workloads": {}}
     with phase(report, "setup"):
         bench = Bench()
-        ops, params, noise = prior_batch(args.depth, args.particles, args.seed)
+        ops, params, noise = prior_batch(args.depth, args.particles, args.seed,
+                                         atom_weights(args.atoms))
     nodes = np.sum(ops != spec.EMPTY, axis=1)
     print(f"workload trees: {', '.join(map(str, nodes))} nodes ({int(nodes.sum())} in all)")
     report["config"] = {
@@ -1177,6 +1210,7 @@ def main(argv=None) -> dict:
         "particles": args.particles,
         "depth": args.depth,
         "seed": args.seed,
+        "atoms": args.atoms,
         "nodes_per_tree": nodes.tolist(),
         "budget_s": budget,
         "max_reps": max_reps,
@@ -1209,7 +1243,8 @@ def main(argv=None) -> dict:
                 # its gradient costs seconds at N = 144 and minutes at N = 512.
                 naive_min_reps=(1, 1) if quick else ((3, 2) if small else (1, 1)),
                 breakdown=not quick,
-                grid=not args.tiny,
+                # tiny runs skip (a') (compile time) unless the trees were chosen for it
+                grid=not args.tiny or args.atoms != "default",
             )
         report["workloads"][w.name] = res
         print_comparison(res, w.name)
@@ -1278,7 +1313,8 @@ def trace_count_section(bench: Bench, w: Workload, args: argparse.Namespace, rep
     print(f"\n[trace count] (a) on {args.structures} prior batches, random masks", flush=True)
     grad_calls = min(40, args.structures) if args.quick else args.structures
     tc = bench.trace_count(
-        w.x, w.y, args.structures, args.particles, args.depth, args.seed, grad_calls
+        w.x, w.y, args.structures, args.particles, args.depth, args.seed, grad_calls,
+        atom_weights(args.atoms),
     )
     report["traces"] = max(tc["value"], tc["value_and_grad"])
     report["traces_detail"] = tc

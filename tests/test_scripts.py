@@ -25,7 +25,10 @@ TIMEOUT_S = 900  # a hang, not a speed limit: under load the compilations take m
 
 # script -> its arguments on tiny inputs; {tmp} is the test's scratch folder
 SMOKE_ARGS = {
-    "bench_evaluator.py": ["--tiny", "--json", "{tmp}/bench_evaluator.json"],
+    # stationary trees: the agreement check then holds the regular grid's lag-space path to the
+    # naive and specialised designs on whole trees (the every-atom check covers the rest)
+    "bench_evaluator.py": ["--tiny", "--atoms", "stationary", "--json",
+                           "{tmp}/bench_evaluator.json"],
     "bench_linalg.py": ["--tiny", "--timeout", "300", "--json", "{tmp}/bench_linalg.json"],
     "bench_rejuvenation.py": ["--tiny", "--json", "{tmp}/bench_rejuvenation.json"],
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
@@ -141,7 +144,7 @@ def _finite_positive(value) -> bool:
 
 def check_bench_evaluator(tmp: Path, output: str, _facts) -> None:
     report = json.loads((tmp / "bench_evaluator.json").read_text())
-    assert report["config"]["tiny"] is True
+    assert report["config"]["tiny"] is True and report["config"]["atoms"] == "stationary"
     floor = report["over_dense_floor"]
     assert list(floor) == ["24"] and _finite_positive(floor["24"])
     assert list(report["over_looped_floor"]) == ["24"]
@@ -155,6 +158,8 @@ def check_bench_evaluator(tmp: Path, output: str, _facts) -> None:
     assert report["traces_detail"]["new_during_calls"] == [0, 0]
     # the agreement checks assert inside the script; both ran, the every-atom one included
     assert "agreement on airline_24" in output and "agreement on all_atoms" in output
+    assert "(a') value rel. diff" in output  # the lag-space path was checked, not only timed
+    assert _finite_positive(report["over_dense_floor_regular_grid"]["24"])
     assert "over_dense_floor" in output
 
 
