@@ -196,6 +196,24 @@ def test_regular_grid_vjp_matches_finite_differences():
     check_grads(objective, (jnp.asarray(params),), order=1, modes=["rev"], eps=FD_EPS)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 8, 33])
+def test_toeplitz_expansion_and_lag_sums_are_adjoint_brute_force(n):
+    """``_toeplitz(f)[i, j] = f[|i - j|]`` and ``_lag_sums(A)[l]`` sums A over |i - j| = l (an
+    unsymmetric A: both triangles count), by loops; together <toeplitz(f), A> = <f, lag_sums(A)>."""
+    from autogp.evaluator.gram import _lag_sums, _toeplitz
+
+    rng = np.random.default_rng(n)
+    f, A = rng.normal(size=n), rng.normal(size=(n, n))
+    expected_T, expected_a = np.zeros((n, n)), np.zeros(n)
+    for i in range(n):
+        for j in range(n):
+            expected_T[i, j] = f[abs(i - j)]
+            expected_a[abs(i - j)] += A[i, j]
+    assert_allclose(_toeplitz(jnp.asarray(f)), expected_T)
+    assert_allclose(_lag_sums(jnp.asarray(A)), expected_a)
+    assert_allclose(jnp.vdot(_toeplitz(jnp.asarray(f)), A), jnp.vdot(f, _lag_sums(jnp.asarray(A))))
+
+
 def test_regular_grid_lag_space_equals_the_general_path_on_stationary_subtrees():
     """On a grid, stationary subtrees are carried as lag vectors and expanded only below a
     non-stationary parent or at the root; values and gradients equal the general path's."""

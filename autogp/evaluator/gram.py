@@ -2,12 +2,13 @@
 
 Design (see README, "The evaluator"):
 
-* The occupied slots of all P trees form a *work list* (``jnp.nonzero`` with a static size), in an
-  order where children come before parents. A single ``lax.while_loop`` walks only the occupied
+* Per particle, the occupied slots form two *work lists* (slots sorted with a static size): the
+  leaves, then the operators with children before parents. ``lax.fori_loop`` walks only those
   entries, so the work is proportional to the number of nodes actually present, not to the
-  ``P * (2**(D+1) - 1)`` padded slots. Inside the loop ``lax.switch`` on the node's opcode runs
-  exactly one formula: the loop is *not* vmapped, so the switch stays a real branch instead of
-  becoming a ``select`` over every formula.
+  ``P * (2**(D+1) - 1)`` padded slots. Inside the loops ``lax.switch`` on the node's opcode runs
+  exactly one formula: the loops are *not* vmapped, so the switch stays a real branch instead of
+  becoming a ``select`` over every formula. Leaves have their own loop so that they never copy
+  children out of the scratch buffer.
 * Node values live in a small scratch buffer indexed by heap slot, reused from one particle to the
   next; roots are written to their own rows, which become the output.
 * The derivative is a ``jax.custom_vjp``: the backward pass walks the same work list, first
@@ -72,19 +73,49 @@ def _toeplitz(f):
 def _lag_sums(A):
     """``a[l] = sum of A[i, j] over |i - j| = l``: the adjoint of :func:`_toeplitz`.
 
-    Diagonals become columns after padding each row by one entry (row i of the padded flat
-    array starts at A[i, i]); a static mask keeps the upper part, the transpose gives the lower.
+    Padding each row by one entry skews the matrix: in the padded flat array laid out as
+    ``n x (n + 1)``, column c holds the upper diagonal c (rows i < n - c) above the lower
+    diagonal n + 1 - c (the rows below). So one skewed copy and two column sums, one masked to
+    the upper part, give both halves (A need not be symmetric).
     """
     n = A.shape[0]
-    keep = (jnp.arange(n)[:, None] + jnp.arange(n + 1)[None, :]) < n
-    ones = jnp.ones((n,), A.dtype)
+    skewed = jnp.concatenate([A.reshape(-1), jnp.zeros((n,), A.dtype)]).reshape(n, n + 1)
+    upper_part = (jnp.arange(n)[:, None] + jnp.arange(n + 1)[None, :]) < n
+    upper = jnp.sum(jnp.where(upper_part, skewed, 0.0), axis=0)  # upper[c]: diagonal c, c < n
+    lower_reversed = jnp.sum(skewed, axis=0) - upper  # [c]: lower diagonal n + 1 - c, c >= 2
+    lower = jnp.concatenate([jnp.zeros((1,), A.dtype), lower_reversed[2:][::-1]])
+    return upper[:n] + lower
 
-    def upper(M):
-        skewed = jnp.concatenate([M.reshape(-1), jnp.zeros((n,), M.dtype)]).reshape(n, n + 1)
-        return ones @ jnp.where(keep, skewed, 0.0)
 
-    sums = (upper(A) + upper(A.T))[:n]
-    return sums.at[0].add(-jnp.trace(A))
+def _leaf_branches(theta, t1, t2, lags=None):
+    """``lax.switch`` branches by opcode for nodes that read no children: every atom's formula,
+    and with ``lags`` the expansion of a lag vector to its Toeplitz matrix (``_EXPAND``)."""
+    branches = [lambda: jnp.zeros((t1.shape[0], t2.shape[0]), t1.dtype)] * spec.NUM_OPS
+    for op_ in spec.ATOMS:
+        branches[op_] = functools.partial(leaves.VALUE[op_], theta, t1, t2)
+    if lags is not None:
+        branches.append(lambda: _toeplitz(lags))
+    return branches
+
+
+def _operator_branches(theta, t1, t2, kids):
+    """Branches for ``+``, ``*`` and change points (consecutive opcodes from ``spec.PLUS``) given
+    the children's values ``kids`` ``[2, N1, N2]``."""
+
+    def cp():
+        s1, _, _ = leaves.cp_sigmoid(theta, t1)
+        s2, _, _ = leaves.cp_sigmoid(theta, t2)
+        left = s1[:, None] * s2[None, :] * kids[0]
+        return left + (1 - s1)[:, None] * (1 - s2)[None, :] * kids[1]
+
+    return [lambda: kids[0] + kids[1], lambda: kids[0] * kids[1], cp]
+
+
+def _children(buf, slot):
+    """Slots 2 slot + 1 and 2 slot + 2 of ``buf``, sliced out *before* any branching: handing
+    the whole scratch buffer to ``lax.switch`` makes XLA copy it into the conditional on every
+    node (measured ~3x slower)."""
+    return jax.lax.dynamic_slice_in_dim(buf, jnp.minimum(2 * slot + 1, buf.shape[0] - 2), 2)
 
 
 def _node_value(op, theta, t1, t2, buf, slot, lags=None):
@@ -93,50 +124,58 @@ def _node_value(op, theta, t1, t2, buf, slot, lags=None):
     ``lags`` (regular grids only): the node's value as a lag vector, which ``op = NUM_OPS``
     expands to its Toeplitz matrix (a stationary node whose parent needs the full matrix).
     """
-
-    # Slice the two children out *before* branching: handing the whole scratch buffer to
-    # ``lax.switch`` makes XLA copy it into the conditional on every node (measured ~3x slower).
-    rows = buf.shape[0]
-    kids = jax.lax.dynamic_slice_in_dim(buf, jnp.minimum(2 * slot + 1, rows - 2), 2)
-
-    def child(k):
-        return kids[k - 1]
-
-    def cp():
-        s1, _, _ = leaves.cp_sigmoid(theta, t1)
-        s2, _, _ = leaves.cp_sigmoid(theta, t2)
-        left = s1[:, None] * s2[None, :] * child(1)
-        return left + (1 - s1)[:, None] * (1 - s2)[None, :] * child(2)
-
-    branches = [lambda: jnp.zeros((t1.shape[0], t2.shape[0]), t1.dtype)] * spec.NUM_OPS
-    for op_ in spec.ATOMS:
-        branches[op_] = functools.partial(leaves.VALUE[op_], theta, t1, t2)
-    branches[spec.PLUS] = lambda: child(1) + child(2)
-    branches[spec.TIMES] = lambda: child(1) * child(2)
-    branches[spec.CP] = cp
-    if lags is not None:
-        branches.append(lambda: _toeplitz(lags))
+    branches = _leaf_branches(theta, t1, t2, lags)
+    operators = _operator_branches(theta, t1, t2, _children(buf, slot))
+    branches[spec.PLUS : spec.PLUS + len(operators)] = operators
     return jax.lax.switch(op, branches)
+
+
+def _walk_values(P, S, shape, dtype, leaf_list, operator_list, leaf_value, operator_value):
+    """Node values, particle by particle: first its nodes that read no children (any order),
+    then its operators, children first. ``leaf_value(p, slot)`` and ``operator_value(p, slot,
+    kids)`` give a node's matrix. Rows 1..S-1 of the scratch buffer hold non-root nodes by slot
+    (reused by the next particle); row S + p holds particle p's root, and those rows are the
+    output.
+
+    Two loops, not one over every node: a leaf then neither slices its children out of the
+    buffer nor passes through a switch that has operator branches (at N = 512 the slicing is a
+    copy of two N x N matrices per node, as much as a leaf's formula)."""
+
+    def particle(p, buf):
+        def write(slot, value, buf):
+            row = jnp.where(slot == 0, S + p, slot)
+            return jax.lax.dynamic_update_index_in_dim(buf, value, row, 0)
+
+        def leaf(slot, buf):
+            return write(slot, leaf_value(p, slot), buf)
+
+        def operator(slot, buf):
+            return write(slot, operator_value(p, slot, _children(buf, slot)), buf)
+
+        return _loop(operator_list, p, operator, _loop(leaf_list, p, leaf, buf))
+
+    buf = jax.lax.fori_loop(0, P, particle, jnp.zeros((S + P, *shape), dtype))
+    return buf[S:]
 
 
 def _gram_values(ops, theta, x1, x2):
     P, S = ops.shape
-    N1, N2 = x1.shape[1], x2.shape[1]
-    occupied = (ops != spec.EMPTY)[:, ::-1].reshape(-1)  # per particle, slots in descending order
-    (flat,) = jnp.nonzero(occupied, size=P * S, fill_value=0)
-    count = jnp.sum(occupied)
-    # Rows 1..S-1 hold non-root nodes by slot; row S + p holds particle p's root.
-    buf = jnp.zeros((S + P, N1, N2), x1.dtype)
+    occupied = ops != spec.EMPTY
+    is_operator = jnp.asarray(spec.IS_OPERATOR)[ops]
 
-    def body(j, buf):
-        p = flat[j] // S
-        slot = S - 1 - flat[j] % S
-        value = _node_value(ops[p, slot], theta[p, slot], x1[p], x2[p], buf, slot)
-        row = jnp.where(slot == 0, S + p, slot)
-        return jax.lax.dynamic_update_index_in_dim(buf, value, row, 0)
+    def leaf_value(p, slot):
+        return jax.lax.switch(ops[p, slot], _leaf_branches(theta[p, slot], x1[p], x2[p]))
 
-    buf = jax.lax.fori_loop(0, count, body, buf)
-    return buf[S:]
+    def operator_value(p, slot, kids):
+        branches = _operator_branches(theta[p, slot], x1[p], x2[p], kids)
+        return jax.lax.switch(ops[p, slot] - spec.PLUS, branches)
+
+    return _walk_values(
+        P, S, (x1.shape[1], x2.shape[1]), x1.dtype,
+        _per_particle_worklist(occupied & ~is_operator, descending=False),
+        _per_particle_worklist(is_operator, descending=True),
+        leaf_value, operator_value,
+    )
 
 
 # --- regular grids: stationary subtrees as lag vectors -----------------------------------------
@@ -209,23 +248,27 @@ def _all_lags(ops, theta, lags, stationary):
 
 def _gram_values_grid(ops, theta, x):
     P, S = ops.shape
-    N = x.shape[1]
     stationary = _stationary_nodes(ops)
     lagbuf = _all_lags(ops, theta, x - x[:, :1], stationary)
-    wanted = _matrix_nodes(ops, stationary)[:, ::-1].reshape(-1)
-    (flat,) = jnp.nonzero(wanted, size=P * S, fill_value=0)
-    buf = jnp.zeros((S + P, N, N), x.dtype)
+    matrix = _matrix_nodes(ops, stationary)
+    # Stationary nodes with a matrix are expanded from their lags: they read no children.
+    is_operator = jnp.asarray(spec.IS_OPERATOR)[ops] & ~stationary
 
-    def body(j, buf):
-        p = flat[j] // S
-        slot = S - 1 - flat[j] % S
+    def leaf_value(p, slot):
         op = jnp.where(stationary[p, slot], _EXPAND, ops[p, slot])
-        value = _node_value(op, theta[p, slot], x[p], x[p], buf, slot, lagbuf[p, slot])
-        row = jnp.where(slot == 0, S + p, slot)
-        return jax.lax.dynamic_update_index_in_dim(buf, value, row, 0)
+        return jax.lax.switch(op, _leaf_branches(theta[p, slot], x[p], x[p], lagbuf[p, slot]))
 
-    buf = jax.lax.fori_loop(0, jnp.sum(wanted), body, buf)
-    return buf[S:]
+    def operator_value(p, slot, kids):
+        branches = _operator_branches(theta[p, slot], x[p], x[p], kids)
+        return jax.lax.switch(ops[p, slot] - spec.PLUS, branches)
+
+    N = x.shape[1]
+    return _walk_values(
+        P, S, (N, N), x.dtype,
+        _per_particle_worklist(matrix & ~is_operator, descending=False),
+        _per_particle_worklist(matrix & is_operator, descending=True),
+        leaf_value, operator_value,
+    )
 
 
 # --- backward: adjoints ------------------------------------------------------------------------
