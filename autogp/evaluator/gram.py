@@ -351,12 +351,10 @@ def _loop(worklist, p, body, carry):
 def _gram_backward(ops, theta, x1, x2, cot):
     """Gradient of sum(cot * K) with respect to the natural parameters ``theta``.
 
-    Particle by particle, three loops over that particle's work lists, each with one kind of
-    output so that every iteration writes exactly what it produces: (1) recompute, bottom-up, the
-    values that products and change points need; (2) push adjoints top-down through the
-    operators; (3) reduce every leaf's adjoint to its parameter gradients. The scratch buffers
-    (one matrix per heap slot) are allocated once and reused: every entry is written before it
-    is read within a particle, so they are never cleared.
+    Particle by particle, three loops over that particle's work lists (:func:`_matrix_pass`),
+    each with one kind of output so that every iteration writes exactly what it produces. The
+    scratch buffers (one matrix per heap slot) are allocated once and reused: every entry is
+    written before it is read within a particle, so they are never cleared.
     """
     P, S = ops.shape
     N1, N2 = x1.shape[1], x2.shape[1]
@@ -368,29 +366,41 @@ def _gram_backward(ops, theta, x1, x2, cot):
     leaf_list = _per_particle_worklist(occupied & ~is_operator, descending=False)
 
     def particle(p, carry):
-        vals, adjs, grads = carry
         ops_p, theta_p, t1, t2 = ops[p], theta[p], x1[p], x2[p]
 
-        def recompute_one(slot, vals):
-            v = _node_value(ops_p[slot], theta_p[slot], t1, t2, vals, slot)
-            return jax.lax.dynamic_update_index_in_dim(vals, v, slot, 0)
+        def node_value(slot, vals):
+            return _node_value(ops_p[slot], theta_p[slot], t1, t2, vals, slot)
 
-        vals = _loop(recompute, p, recompute_one, vals)
-        adjs = jax.lax.dynamic_update_index_in_dim(adjs, cot[p], 0, 0)
-        adjs, grads = _loop(operators, p, _push(p, ops_p, theta_p, t1, t2, vals), (adjs, grads))
-
-        def reduce_leaf(slot, grads):
-            adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
-            return grads.at[p, slot].set(_leaf_vjp(ops_p[slot], theta_p[slot], t1, t2, adj))
-
-        grads = _loop(leaf_list, p, reduce_leaf, grads)
-        return vals, adjs, grads
+        return _matrix_pass(p, ops_p, theta_p, t1, t2, cot[p], (recompute, operators, leaf_list),
+                            node_value, carry)
 
     vals = jnp.zeros((S, N1, N2), dtype)
     adjs = jnp.zeros((S, N1, N2), dtype)
     grads = jnp.zeros((P, S, spec.MAX_PARAMS), dtype)
     _, _, grads = jax.lax.fori_loop(0, P, particle, (vals, adjs, grads))
     return grads
+
+
+def _matrix_pass(p, ops_p, theta_p, t1, t2, cot_p, worklists, node_value, carry):
+    """The backward pass of particle ``p`` on full matrices: (1) recompute, bottom-up, the
+    values that products and change points need (``node_value(slot, vals)``); (2) push adjoints
+    top-down through the operators, from ``cot_p`` at the root; (3) reduce every leaf's adjoint
+    to its parameter gradients. ``worklists``: the three slot lists, in that order."""
+    recompute, operators, leaf_list = worklists
+    vals, adjs, grads = carry
+
+    def recompute_one(slot, vals):
+        return jax.lax.dynamic_update_index_in_dim(vals, node_value(slot, vals), slot, 0)
+
+    vals = _loop(recompute, p, recompute_one, vals)
+    adjs = jax.lax.dynamic_update_index_in_dim(adjs, cot_p, 0, 0)
+    adjs, grads = _loop(operators, p, _push(p, ops_p, theta_p, t1, t2, vals), (adjs, grads))
+
+    def reduce_leaf(slot, grads):
+        adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
+        return grads.at[p, slot].set(_leaf_vjp(ops_p[slot], theta_p[slot], t1, t2, adj))
+
+    return vals, adjs, _loop(leaf_list, p, reduce_leaf, grads)
 
 
 def _push(p, ops_p, theta_p, t1, t2, vals):
@@ -439,14 +449,13 @@ def _gram_backward_grid(ops, theta, x, cot):
         vals, adjs, lag_adjs, grads = carry
         ops_p, theta_p, t, lags_p, lag_p = ops[p], theta[p], x[p], lags[p], lagbuf[p]
 
-        def recompute_one(slot, vals):
+        def node_value(slot, vals):
             op = jnp.where(stationary[p, slot], _EXPAND, ops_p[slot])
-            v = _node_value(op, theta_p[slot], t, t, vals, slot, lag_p[slot])
-            return jax.lax.dynamic_update_index_in_dim(vals, v, slot, 0)
+            return _node_value(op, theta_p[slot], t, t, vals, slot, lag_p[slot])
 
-        vals = _loop(recompute, p, recompute_one, vals)
-        adjs = jax.lax.dynamic_update_index_in_dim(adjs, cot[p], 0, 0)
-        adjs, grads = _loop(operators, p, _push(p, ops_p, theta_p, t, t, vals), (adjs, grads))
+        vals, adjs, grads = _matrix_pass(p, ops_p, theta_p, t, t, cot[p],
+                                         (recompute, operators, leaf_list), node_value,
+                                         (vals, adjs, grads))
 
         def to_lags(slot, lag_adjs):
             adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
@@ -457,15 +466,10 @@ def _gram_backward_grid(ops, theta, x, cot):
             lag_operators, p, _push(p, ops_p, theta_p, lags_p, lags_p, lag_p), (lag_adjs, grads)
         )
 
-        def reduce_leaf(slot, grads):
-            adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
-            return grads.at[p, slot].set(_leaf_vjp(ops_p[slot], theta_p[slot], t, t, adj))
-
         def reduce_lag_leaf(slot, grads):
             return grads.at[p, slot].set(_leaf_vjp_lags(ops_p[slot], theta_p[slot], lags_p,
                                                         lag_adjs[slot]))
 
-        grads = _loop(leaf_list, p, reduce_leaf, grads)
         grads = _loop(lag_leaf_list, p, reduce_lag_leaf, grads)
         return vals, adjs, lag_adjs, grads
 
