@@ -11,10 +11,10 @@ Design (see README, "The evaluator"):
   children out of the scratch buffer.
 * Node values live in a small scratch buffer indexed by heap slot, reused from one particle to the
   next; roots are written to their own rows, which become the output.
-* The derivative is a ``jax.custom_vjp``: the backward pass walks the same work list, first
-  recomputing (bottom-up) only the node values that a product or change point needs, then pushing
-  adjoints top-down and reducing each leaf's cotangent to its few parameter gradients with the
-  analytic formulas of the atom table (``kernels/atom_table.py``). Nothing is stored per matrix
+* The derivative is a ``jax.custom_vjp``: the backward pass walks per-particle work lists too,
+  first recomputing (bottom-up) only the node values that a product or change point needs, then
+  pushing adjoints top-down and reducing each leaf's cotangent to its few parameter gradients with
+  the analytic formulas of the atom table (``kernels/atom_table.py``). Nothing is stored per matrix
   entry between the passes, and the loop never has to be differentiated by JAX.
 
 Parameters arrive unconstrained (``spec`` transforms); gradients are returned for them.
@@ -112,7 +112,8 @@ def _operator_branches(theta, t1, t2, kids):
 
 
 def _children(buf, slot):
-    """Slots 2 slot + 1 and 2 slot + 2 of ``buf``, sliced out *before* any branching: handing
+    """Slots 2 slot + 1 and 2 slot + 2 of ``buf`` (matrices or lag vectors), sliced out
+    *before* any branching: handing
     the whole scratch buffer to ``lax.switch`` makes XLA copy it into the conditional on every
     node (measured ~3x slower)."""
     return jax.lax.dynamic_slice_in_dim(buf, jnp.minimum(2 * slot + 1, buf.shape[0] - 2), 2)
@@ -130,16 +131,17 @@ def _node_value(op, theta, t1, t2, buf, slot, lags=None):
     return jax.lax.switch(op, branches)
 
 
-def _walk_values(P, S, shape, dtype, leaf_list, operator_list, leaf_value, operator_value):
-    """Node values, particle by particle: first its nodes that read no children (any order),
-    then its operators, children first. ``leaf_value(p, slot)`` and ``operator_value(p, slot,
-    kids)`` give a node's matrix. Rows 1..S-1 of the scratch buffer hold non-root nodes by slot
-    (reused by the next particle); row S + p holds particle p's root, and those rows are the
-    output.
+def _walk_values(ops, theta, x1, x2, leaf_list, operator_list, leaf_value):
+    """Node values, particle by particle: first its nodes that read no children (any order;
+    ``leaf_value(p, slot)`` gives the matrix), then its operators, children first. Rows 1..S-1
+    of the scratch buffer hold non-root nodes by slot (reused by the next particle); row S + p
+    holds particle p's root, and those rows are the output.
 
     Two loops, not one over every node: a leaf then neither slices its children out of the
     buffer nor passes through a switch that has operator branches (at N = 512 the slicing is a
     copy of two N x N matrices per node, as much as a leaf's formula)."""
+
+    P, S = ops.shape
 
     def particle(p, buf):
         def write(slot, value, buf):
@@ -150,31 +152,27 @@ def _walk_values(P, S, shape, dtype, leaf_list, operator_list, leaf_value, opera
             return write(slot, leaf_value(p, slot), buf)
 
         def operator(slot, buf):
-            return write(slot, operator_value(p, slot, _children(buf, slot)), buf)
+            branches = _operator_branches(theta[p, slot], x1[p], x2[p], _children(buf, slot))
+            return write(slot, jax.lax.switch(ops[p, slot] - spec.PLUS, branches), buf)
 
         return _loop(operator_list, p, operator, _loop(leaf_list, p, leaf, buf))
 
-    buf = jax.lax.fori_loop(0, P, particle, jnp.zeros((S + P, *shape), dtype))
-    return buf[S:]
+    shape = (S + P, x1.shape[1], x2.shape[1])
+    return jax.lax.fori_loop(0, P, particle, jnp.zeros(shape, x1.dtype))[S:]
 
 
 def _gram_values(ops, theta, x1, x2):
-    P, S = ops.shape
     occupied = ops != spec.EMPTY
     is_operator = jnp.asarray(spec.IS_OPERATOR)[ops]
 
     def leaf_value(p, slot):
         return jax.lax.switch(ops[p, slot], _leaf_branches(theta[p, slot], x1[p], x2[p]))
 
-    def operator_value(p, slot, kids):
-        branches = _operator_branches(theta[p, slot], x1[p], x2[p], kids)
-        return jax.lax.switch(ops[p, slot] - spec.PLUS, branches)
-
     return _walk_values(
-        P, S, (x1.shape[1], x2.shape[1]), x1.dtype,
+        ops, theta, x1, x2,
         _per_particle_worklist(occupied & ~is_operator, descending=False),
         _per_particle_worklist(is_operator, descending=True),
-        leaf_value, operator_value,
+        leaf_value,
     )
 
 
@@ -219,8 +217,7 @@ def _matrix_nodes(ops, stationary):
 
 def _node_lags(op, theta, lags, lagbuf, slot):
     """Lag vector of stationary node ``slot`` from its children's lag vectors in ``lagbuf``."""
-    rows = lagbuf.shape[0]
-    kids = jax.lax.dynamic_slice_in_dim(lagbuf, jnp.minimum(2 * slot + 1, rows - 2), 2)
+    kids = _children(lagbuf, slot)
     zero = jnp.zeros((1,), lags.dtype)
     branches = [lambda: jnp.zeros_like(lags)] * spec.NUM_OPS
     for op_ in spec.STATIONARY:
@@ -247,7 +244,6 @@ def _all_lags(ops, theta, lags, stationary):
 
 
 def _gram_values_grid(ops, theta, x):
-    P, S = ops.shape
     stationary = _stationary_nodes(ops)
     lagbuf = _all_lags(ops, theta, x - x[:, :1], stationary)
     matrix = _matrix_nodes(ops, stationary)
@@ -258,16 +254,11 @@ def _gram_values_grid(ops, theta, x):
         op = jnp.where(stationary[p, slot], _EXPAND, ops[p, slot])
         return jax.lax.switch(op, _leaf_branches(theta[p, slot], x[p], x[p], lagbuf[p, slot]))
 
-    def operator_value(p, slot, kids):
-        branches = _operator_branches(theta[p, slot], x[p], x[p], kids)
-        return jax.lax.switch(ops[p, slot] - spec.PLUS, branches)
-
-    N = x.shape[1]
     return _walk_values(
-        P, S, (N, N), x.dtype,
+        ops, theta, x, x,
         _per_particle_worklist(matrix & ~is_operator, descending=False),
         _per_particle_worklist(matrix & is_operator, descending=True),
-        leaf_value, operator_value,
+        leaf_value,
     )
 
 
@@ -410,7 +401,7 @@ def _push(p, ops_p, theta_p, t1, t2, vals):
     def step(slot, carry):
         adjs, grads = carry
         adj = jax.lax.dynamic_index_in_dim(adjs, slot, keepdims=False)
-        kids = jax.lax.dynamic_slice_in_dim(vals, 2 * slot + 1, 2)
+        kids = _children(vals, slot)
         left, right, dtheta = _operator_adjoints(ops_p[slot], theta_p[slot], t1, t2, kids, adj)
         adjs = jax.lax.dynamic_update_index_in_dim(adjs, left, 2 * slot + 1, 0)
         adjs = jax.lax.dynamic_update_index_in_dim(adjs, right, 2 * slot + 2, 0)
