@@ -14,6 +14,15 @@ from autogp.kernels.base import Kernel, kernel_class
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
+# ``jax.jit(..., compiler_options=LONG_RUNNING)``: XLA's usual optimisation for the few test
+# programs that run much longer than they compile (Markov chains over thousands of draws). The
+# session turns the backend optimisation and the fusion emitters off (conftest: most tests are
+# bound by compile time), which makes such loops two to three times slower: a detach-attach
+# chain of tests/test_moves.py compiled in 5.7 s and ran in 20.2 s that way, 10.5 s and 4.7 s
+# with these options. (Backend optimisation without the fusion emitters is not an option:
+# LLVM's vectoriser did not finish compiling the subtree-replace chain that way.)
+LONG_RUNNING = {"xla_backend_optimization_level": 2, "xla_cpu_use_fusion_emitters": True}
+
 
 def load_script(name: str) -> ModuleType:
     """``scripts/<name>.py`` as a module (scripts are not a package)."""

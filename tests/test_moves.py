@@ -19,6 +19,7 @@ from autogp.inference import moves as mv
 from autogp.inference import periods
 from autogp.kernels import spec
 from tests.enumerate_trees import contains, enumerate_trees, size, to_heap
+from tests.helpers import LONG_RUNNING
 
 TINY = {spec.LIN: 6, spec.PER: 3, spec.PLUS: 5, spec.TIMES: 4, spec.CP: 2}
 DEPTH = 2
@@ -73,7 +74,7 @@ def table_log_likelihood(sorted_codes, sorted_log_f, calls: list):
 TRACED_CALLS: dict[str, list] = {}
 
 
-@functools.partial(jax.jit, static_argnames=("move",))
+@functools.partial(jax.jit, static_argnames=("move",), compiler_options=LONG_RUNNING)
 def run_chains(sorted_log_f, key, move):
     """NUM_CHAINS parallel chains of NUM_STEPS moves from prior draws; visited codes [T, P]."""
     calls = TRACED_CALLS.setdefault(move, [])
@@ -440,7 +441,8 @@ PERIOD_STD = float(GRAMMAR.prior_std_table[spec.PER, periods.PERIOD_INDEX])
 F_MEAN, F_STD = 0.5, 0.6
 
 
-@functools.partial(jax.jit, static_argnames=("move", "period_likelihood"))
+@functools.partial(jax.jit, static_argnames=("move", "period_likelihood"),
+                   compiler_options=LONG_RUNNING)
 def run_period_chains(key, move, period_likelihood):
     """Chains of subtree-replace (or the mixture) with the period proposal; returns the final
     trees, their parameters and the visited codes."""
