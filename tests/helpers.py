@@ -17,7 +17,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 # ``jax.jit(..., compiler_options=LONG_RUNNING)``: XLA's usual optimisation for the few test
 # programs that run much longer than they compile (Markov chains over thousands of draws). The
 # session turns the backend optimisation and the fusion emitters off (conftest: most tests are
-# bound by compile time), which makes such loops two to three times slower: a detach-attach
+# bound by compile time), which makes such loops two to four times slower: a detach-attach
 # chain of tests/test_moves.py compiled in 5.7 s and ran in 20.2 s that way, 10.5 s and 4.7 s
 # with these options. (Backend optimisation without the fusion emitters is not an option:
 # LLVM's vectoriser did not finish compiling the subtree-replace chain that way.)

@@ -113,9 +113,8 @@ def _operator_branches(theta, t1, t2, kids):
 
 def _children(buf, slot):
     """Slots 2 slot + 1 and 2 slot + 2 of ``buf`` (matrices or lag vectors), sliced out
-    *before* any branching: handing
-    the whole scratch buffer to ``lax.switch`` makes XLA copy it into the conditional on every
-    node (measured ~3x slower)."""
+    *before* any branching: handing the whole scratch buffer to ``lax.switch`` makes XLA copy
+    it into the conditional on every node (measured ~3x slower)."""
     return jax.lax.dynamic_slice_in_dim(buf, jnp.minimum(2 * slot + 1, buf.shape[0] - 2), 2)
 
 
