@@ -57,6 +57,9 @@ METHODS = {
     "exact": {"data.window": 0, "smc.likelihood": "exact"},
     "sparse": {"data.window": 0, "smc.likelihood": "sparse"},
     "late": {"refine.late_steps": 0},  # the window, no optimiser in the late rounds
+    # The window with the optimiser's exact gradient (the defaults use 16 random probes in
+    # rounds on >= 256 columns).
+    "exact_gradient": {"refine.probes": 0},
 }
 #: Season (for MASE and seasonal naive) and horizon of the bundled long series, by id prefix.
 LONG_SEASONS = {
@@ -253,7 +256,7 @@ def main(argv=None) -> dict:
                     choices=tuple(METHODS),
                     help="window: the defaults (the last data.window points, exact); exact, "
                     "sparse: every point with that likelihood; late: the window with "
-                    "refine.late_steps = 0")
+                    "refine.late_steps = 0; exact_gradient: the window with refine.probes = 0")
     ap.add_argument("--exact-max", type=int, default=3000,
                     help="largest N fitted/evaluated with the exact likelihood")
     ap.add_argument("--inducing", type=int, default=0, help="inducing points (0: default)")

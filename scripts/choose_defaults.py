@@ -84,6 +84,10 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "late_steps=0": {"refine.late_steps": 0},
     "late_steps=10": {"refine.late_steps": 10},
     "late_steps=20": {"refine.late_steps": 20},
+    # The optimiser's gradient from 16 Rademacher probes in rounds on >= 256 columns (the
+    # default since the twelfth run), or the exact one.
+    "probes=16": {"refine.probes": 16},
+    "probes=0": {"refine.probes": 0},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,

@@ -195,6 +195,7 @@ BAD = [
     ("zero learning rate", {"refine": {"learning_rate": 0.0}},
      ["refine.learning_rate", "(0, 10]"]),
     ("late steps -2", {"refine": {"late_steps": -2}}, ["refine.late_steps", "-2"]),
+    ("negative probes", {"refine": {"probes": -1}}, ["refine.probes", "-1"]),
     ("level 100", {"forecast": {"levels": [80, 100]}}, ["forecast.levels[1]", "100", "(0, 100)"]),
     ("quantile 1", {"forecast": {"quantiles": [0.5, 1.0]}}, ["forecast.quantiles[1]", "(0, 1)"]),
     ("repeated level", {"forecast": {"levels": [80, 80]}}, ["forecast.levels", "repeated"]),

@@ -284,6 +284,16 @@ class RefineConfig:
         _REFINE.late_from, "series length (points fitted) from which late_steps apply", "int",
         lo=0, hi=10_000_000,
     )
+    probes: int = key(
+        _REFINE.probes,
+        "optimizer gradients from this many random probes (Hutchinson) instead of the exact "
+        "inverse, in rounds on at least probes_from columns (0: exact)",
+        "int", lo=0, hi=4096,
+    )
+    probes_from: int = key(
+        _REFINE.probes_from, "round size (padded columns) from which probes apply", "int",
+        lo=0, hi=10_000_000,
+    )
     learning_rate: float = key(
         _REFINE.learning_rate, "optimizer learning rate", "float", lo=0.0, hi=10.0, lo_open=True
     )

@@ -8,15 +8,18 @@ from autogp.evaluator.likelihood import gaussian_log_marginal, robust_cholesky
 from autogp.evaluator.predict import posterior_predictive
 
 
-def log_marginal_likelihood(ops, params, noise, x, y, mask=None, *, regular_grid=False):
+def log_marginal_likelihood(ops, params, noise, x, y, mask=None, *, regular_grid=False,
+                            probes=None):
     """log p(y[mask] | tree, params, noise) per particle: ``[P]``.
 
     ``noise`` is the unconstrained (log) noise variance ``[P]``; ``x``/``y``/``mask`` are ``[N]``
     (shared) or ``[P, N]``. Differentiable in ``params`` and ``noise``. ``regular_grid``: see
     :func:`gram` (a fast path for evenly spaced inputs; masked padding must continue the grid).
+    ``probes``: ``[P, N, S]`` columns for a stochastic, unbiased gradient (see
+    :func:`gaussian_log_marginal`); ``None``: the exact gradient.
     """
     K = gram(ops, params, x, regular_grid=regular_grid)
-    return gaussian_log_marginal(K, jnp.exp(noise), y, mask)
+    return gaussian_log_marginal(K, jnp.exp(noise), y, mask, probes=probes)
 
 
 __all__ = [

@@ -9,6 +9,13 @@ The gradient with respect to the (noise-free) covariance is the textbook
 writing it by hand uses one inverse from the Cholesky factor (by blocks) instead of
 differentiating through the Cholesky factorisation and the triangular solves.
 
+With ``probes`` the backward pass replaces ``(K + s I)^-1`` by Hutchinson's unbiased estimate
+``sym(U Z^T) / S`` with ``U = (K + s I)^-1 Z`` for ``S`` Rademacher columns ``Z``: two triangular
+solves against ``S`` columns (``2 S N^2`` flops) instead of the inverse (about ``N^3``). The value
+stays exact; the gradient becomes a random vector whose mean is the exact one (as GPyTorch's
+stochastic trace estimates). It is for the optimiser's passes on long windows, where the inverse
+is most of the cost; ``benchmarks/scaling/`` measures the time and the forecasts.
+
 A Cholesky factorisation that fails (an ill-conditioned matrix) is retried with growing jitter;
 a particle that still fails gets log likelihood ``-inf`` and zero gradient, never NaN.
 """
@@ -104,7 +111,33 @@ def _logml_bwd(residuals, g):
 _logml.defvjp(_logml_fwd, _logml_bwd)
 
 
-def gaussian_log_marginal(K, noise_var, y, mask=None):
+@jax.custom_vjp
+def _logml_probed(K, noise_var, y, mask, probes):
+    return _logml_parts(K, noise_var, y, mask)[0]
+
+
+def _logml_probed_fwd(K, noise_var, y, mask, probes):
+    value, (L, alpha, ok) = _logml_parts(K, noise_var, y, mask)
+    return value, (L, alpha, ok, mask, probes)
+
+
+def _logml_probed_bwd(residuals, g):
+    L, alpha, ok, mask, probes = residuals
+    # E[Z Z^T] = S I, so E[U Z^T] / S = (K + s I)^-1; symmetric like the matrix it estimates.
+    estimate = (cho_solve(L, probes) @ jnp.swapaxes(probes, -1, -2)) / probes.shape[-1]
+    estimate = 0.5 * (estimate + jnp.swapaxes(estimate, -1, -2))
+    m = mask.astype(L.dtype)
+    G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - estimate)
+    G = G * m[..., :, None] * m[..., None, :]
+    G = jnp.where(ok[..., None, None], G, 0.0) * g[..., None, None]
+    d_noise = jnp.einsum("...ii->...", G)
+    return G, d_noise, None, None, None
+
+
+_logml_probed.defvjp(_logml_probed_fwd, _logml_probed_bwd)
+
+
+def gaussian_log_marginal(K, noise_var, y, mask=None, *, probes=None):
     """log N(y[mask] | 0, K[mask, mask] + noise_var I) for a batch of covariance matrices.
 
     Args:
@@ -112,6 +145,8 @@ def gaussian_log_marginal(K, noise_var, y, mask=None):
       noise_var: ``[...]`` observation-noise variances (natural scale).
       y: ``[..., N]`` targets (broadcast against the batch).
       mask: bool ``[..., N]``; ``None`` means all points count.
+      probes: ``[..., N, S]`` (typically Rademacher) columns for a stochastic gradient (see the
+        module docstring); ``None``: the exact gradient. The value is exact either way.
 
     Returns ``[...]``; ``-inf`` for a particle whose matrix cannot be factorised. Differentiable
     in ``K`` and ``noise_var``.
@@ -120,4 +155,7 @@ def gaussian_log_marginal(K, noise_var, y, mask=None):
     N = K.shape[-1]
     y = jnp.broadcast_to(y, batch + (N,))
     mask = jnp.ones(batch + (N,), bool) if mask is None else jnp.broadcast_to(mask, batch + (N,))
-    return _logml(K, noise_var, y, mask)
+    if probes is None:
+        return _logml(K, noise_var, y, mask)
+    probes = jnp.broadcast_to(probes, batch + probes.shape[-2:]).astype(K.dtype)
+    return _logml_probed(K, noise_var, y, mask, probes)

@@ -35,12 +35,13 @@ class Rejuvenated(NamedTuple):
     accepted: Array  # bool [moves, P]: the structure moves' acceptance flags
 
 
-def log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array):
+def log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array, *, key: Array | None = None):
     """``(params, noise) -> (log posterior, log likelihood)`` of particles with structures
-    ``ops``: what the optimiser, HMC and the posterior draws move the parameters on."""
+    ``ops``: what the optimiser, HMC and the posterior draws move the parameters on. ``key``
+    (optional) goes to ``loglik`` for its gradient's probes."""
 
     def fn(params, noise):
-        ll = loglik(ops, params, noise)
+        ll = loglik(ops, params, noise) if key is None else loglik(ops, params, noise, key=key)
         lp = ll + gr.log_prior_params(grammar, ops, params) + gr.log_prior_noise(grammar, noise)
         return lp, ll
 
@@ -62,6 +63,7 @@ def rejuvenate(
     key: Array,
     period_proposal: periods.PeriodProposal | None = None,
     steps: Array | None = None,
+    probe_key: Array | None = None,
 ) -> Rejuvenated:
     """``settings.structure_moves`` structure moves, then ``optimizer_steps(settings)``
     optimiser steps, of a flat batch of particles; ``loglik(ops, params, noise) -> [P]``.
@@ -73,7 +75,9 @@ def rejuvenate(
     its count alone). None: all of them, in a ``lax.scan``.
 
     ``key`` is split into one key per move, as a scan of ``moves.structure_move`` over
-    ``jax.random.split(key, moves)`` would use them."""
+    ``jax.random.split(key, moves)`` would use them. ``probe_key``: when given, step ``i``
+    passes ``jax.random.fold_in(probe_key, i)`` to ``loglik`` as ``key`` (its gradient's
+    probes, see :func:`autogp.inference.rounds.likelihood_fn`); the values do not depend on it."""
     num_moves = settings.structure_moves
     num_steps = optimizer_steps(settings)
     P = particles.noise.shape[0]
@@ -109,7 +113,9 @@ def rejuvenate(
         else:
             proposal, key_accept = jax.lax.cond(is_move, proposal_of, unchanged, state, i)
 
-        log_posterior = log_posterior_fn(grammar, loglik, proposal.ops)
+        log_posterior = log_posterior_fn(
+            grammar, loglik, proposal.ops,
+            key=None if probe_key is None else jax.random.fold_in(probe_key, i))
         (lp, ll), pullback = jax.vjp(log_posterior, proposal.params, state.noise)
         if num_moves > 0:
             moved, accepted = moves.metropolis_hastings(state, proposal, ll, key=key_accept)

@@ -72,23 +72,29 @@ def _unflat(a, G):
     return a.reshape((G, -1) + a.shape[1:])
 
 
-def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0):
+def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0, probes: int = 0):
     """Batched log likelihood on round data, over flattened [G*P] particles (the sparse bound
     with ``num_inducing`` inducing points when positive), times each series' learning rate
-    (``data.power``; a rate of 1 multiplies by exactly 1.0, the Bayesian likelihood)."""
+    (``data.power``; a rate of 1 multiplies by exactly 1.0, the Bayesian likelihood).
+
+    ``fn(ops, params, noise, *, key=None)``; with ``probes > 0`` (exact likelihood only) and a
+    ``key``, its gradient is the stochastic one from that many Rademacher probes drawn with
+    ``key`` (:func:`autogp.evaluator.gaussian_log_marginal`)."""
     mask = data.rank < count[:, None]  # [G, N]
     x = jnp.repeat(data.x, P, axis=0)
     y = jnp.repeat(data.y, P, axis=0)
     m = jnp.repeat(mask, P, axis=0)
     power = jnp.repeat(data.power, P, axis=0)
 
-    def fn(ops, params, noise):
+    def fn(ops, params, noise, *, key=None):
         if num_inducing > 0:
             ll = sparse_log_marginal_likelihood(ops, params, noise, x, y, m,
                                                 num_inducing=num_inducing)
         else:
+            Z = (None if key is None or probes <= 0 else
+                 jax.random.rademacher(key, x.shape + (probes,), x.dtype))
             ll = log_marginal_likelihood(ops, params, noise, x, y, m,
-                                         regular_grid=data.regular_grid)
+                                         regular_grid=data.regular_grid, probes=Z)
         return power * ll
 
     return fn
@@ -104,6 +110,14 @@ def late_step_counts(settings: SMCSettings, data: Data, count: Array, P: int) ->
         return None
     late = (2 * count > data.length) & (data.length >= r.late_from)
     return jnp.repeat(jnp.where(late, r.late_steps, r.steps), P)
+
+
+def gradient_probes(settings: SMCSettings, columns: int) -> int:
+    """Rademacher probes of the optimiser's gradient in a round computed on ``columns`` (its
+    padded size, static in the round's program): ``refine.probes`` from ``refine.probes_from``
+    columns on, else 0 (the exact gradient)."""
+    r = settings.refine
+    return r.probes if r.mode == "optimize" and columns >= r.probes_from else 0
 
 
 def _period_proposal(settings: SMCSettings, data: Data, P: int):
@@ -180,9 +194,13 @@ def smc_round(
     # Structure moves and optimiser steps share one call site of the likelihood; HMC, when
     # chosen, runs after the moves with its own.
     steps = late_step_counts(settings, data, count, P)
+    # Probes (a stochastic gradient) only for the exact likelihood. k_refine serves HMC only,
+    # so the probes take it: the moves' keys, and every fit without probes, stay as they were.
+    num_probes = 0 if num_inducing > 0 else gradient_probes(settings, data.x.shape[-1])
     done = rejuvenation.rejuvenate(
-        grammar, settings, particles, loglik, key=k_moves,
-        period_proposal=_period_proposal(settings, data, P), steps=steps,
+        grammar, settings, particles, likelihood_fn(data, count, P, num_inducing, num_probes),
+        key=k_moves, period_proposal=_period_proposal(settings, data, P), steps=steps,
+        probe_key=k_refine if num_probes > 0 else None,
     )
     particles = done.particles
     acceptance = (jnp.mean(done.accepted.astype(float)) if settings.structure_moves > 0
