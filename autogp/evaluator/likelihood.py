@@ -87,54 +87,34 @@ def _logml_parts(K, noise_var, y, mask):
 
 
 @jax.custom_vjp
-def _logml(K, noise_var, y, mask):
+def _logml(K, noise_var, y, mask, probes):
     return _logml_parts(K, noise_var, y, mask)[0]
 
 
-def _logml_fwd(K, noise_var, y, mask):
-    value, (L, alpha, ok) = _logml_parts(K, noise_var, y, mask)
-    return value, (L, alpha, ok, mask)
-
-
-def _logml_bwd(residuals, g):
-    L, alpha, ok, mask = residuals
-    # (K + s I)^-1 = L^-T L^-1 by 2 x 2 blocks, recursively (about N^3 flops against the 3 N^3
-    # of L^-1 by a solve against the identity and then W^T W; ``scripts/bench_linalg.py``).
-    inv = inverse_from_cholesky(L)
-    m = mask.astype(L.dtype)
-    G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - inv) * m[..., :, None] * m[..., None, :]
-    G = jnp.where(ok[..., None, None], G, 0.0) * g[..., None, None]
-    d_noise = jnp.einsum("...ii->...", G)
-    return G, d_noise, None, None
-
-
-_logml.defvjp(_logml_fwd, _logml_bwd)
-
-
-@jax.custom_vjp
-def _logml_probed(K, noise_var, y, mask, probes):
-    return _logml_parts(K, noise_var, y, mask)[0]
-
-
-def _logml_probed_fwd(K, noise_var, y, mask, probes):
+def _logml_fwd(K, noise_var, y, mask, probes):
     value, (L, alpha, ok) = _logml_parts(K, noise_var, y, mask)
     return value, (L, alpha, ok, mask, probes)
 
 
-def _logml_probed_bwd(residuals, g):
+def _logml_bwd(residuals, g):
     L, alpha, ok, mask, probes = residuals
-    # E[Z Z^T] = S I, so E[U Z^T] / S = (K + s I)^-1; symmetric like the matrix it estimates.
-    estimate = (cho_solve(L, probes) @ jnp.swapaxes(probes, -1, -2)) / probes.shape[-1]
-    estimate = 0.5 * (estimate + jnp.swapaxes(estimate, -1, -2))
+    if probes is None:
+        # (K + s I)^-1 = L^-T L^-1 by 2 x 2 blocks, recursively (about N^3 flops against the
+        # 3 N^3 of L^-1 by a solve against the identity and then W^T W;
+        # ``scripts/bench_linalg.py``).
+        inv = inverse_from_cholesky(L)
+    else:
+        # E[Z Z^T] = S I, so E[U Z^T] / S = (K + s I)^-1; symmetric like the matrix it estimates.
+        inv = (cho_solve(L, probes) @ jnp.swapaxes(probes, -1, -2)) / probes.shape[-1]
+        inv = 0.5 * (inv + jnp.swapaxes(inv, -1, -2))
     m = mask.astype(L.dtype)
-    G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - estimate)
-    G = G * m[..., :, None] * m[..., None, :]
+    G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - inv) * m[..., :, None] * m[..., None, :]
     G = jnp.where(ok[..., None, None], G, 0.0) * g[..., None, None]
     d_noise = jnp.einsum("...ii->...", G)
     return G, d_noise, None, None, None
 
 
-_logml_probed.defvjp(_logml_probed_fwd, _logml_probed_bwd)
+_logml.defvjp(_logml_fwd, _logml_bwd)
 
 
 def gaussian_log_marginal(K, noise_var, y, mask=None, *, probes=None):
@@ -155,7 +135,6 @@ def gaussian_log_marginal(K, noise_var, y, mask=None, *, probes=None):
     N = K.shape[-1]
     y = jnp.broadcast_to(y, batch + (N,))
     mask = jnp.ones(batch + (N,), bool) if mask is None else jnp.broadcast_to(mask, batch + (N,))
-    if probes is None:
-        return _logml(K, noise_var, y, mask)
-    probes = jnp.broadcast_to(probes, batch + probes.shape[-2:]).astype(K.dtype)
-    return _logml_probed(K, noise_var, y, mask, probes)
+    if probes is not None:
+        probes = jnp.broadcast_to(probes, batch + probes.shape[-2:]).astype(K.dtype)
+    return _logml(K, noise_var, y, mask, probes)

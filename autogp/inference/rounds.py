@@ -148,7 +148,10 @@ def smc_round(
     ``num_inducing``: inducing points of the sparse likelihood (0: exact), see
     :meth:`SMCSettings.num_inducing`."""
     G, P = state.noise.shape
-    loglik = likelihood_fn(data, count, P, num_inducing)
+    # Probes (a stochastic gradient) only for the exact likelihood, and only where a key is
+    # passed: the optimiser's passes. Reweighting and HMC call it without one (exact).
+    num_probes = 0 if num_inducing > 0 else gradient_probes(settings, data.x.shape[-1])
+    loglik = likelihood_fn(data, count, P, num_inducing, num_probes)
 
     # Reweight by the incremental likelihood.
     new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
@@ -194,12 +197,11 @@ def smc_round(
     # Structure moves and optimiser steps share one call site of the likelihood; HMC, when
     # chosen, runs after the moves with its own.
     steps = late_step_counts(settings, data, count, P)
-    # Probes (a stochastic gradient) only for the exact likelihood. k_refine serves HMC only,
-    # so the probes take it: the moves' keys, and every fit without probes, stay as they were.
-    num_probes = 0 if num_inducing > 0 else gradient_probes(settings, data.x.shape[-1])
+    # k_refine serves HMC only, so the probes take it: the moves' keys, and every fit without
+    # probes, stay as they were.
     done = rejuvenation.rejuvenate(
-        grammar, settings, particles, likelihood_fn(data, count, P, num_inducing, num_probes),
-        key=k_moves, period_proposal=_period_proposal(settings, data, P), steps=steps,
+        grammar, settings, particles, loglik, key=k_moves,
+        period_proposal=_period_proposal(settings, data, P), steps=steps,
         probe_key=k_refine if num_probes > 0 else None,
     )
     particles = done.particles
