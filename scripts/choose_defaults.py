@@ -88,6 +88,9 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # default since the twelfth run), or the exact one.
     "probes=16": {"refine.probes": 16},
     "probes=0": {"refine.probes": 0},
+    # Final structure weights from the Laplace evidence of the particles' modes instead of the
+    # SMC's importance weights (smc.structure_weights; inference/evidence.py).
+    "weights=laplace": {"smc.structure_weights": "laplace"},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,

@@ -89,7 +89,7 @@ NON_DEFAULT = {
         "detach_attach": 0.3, "pick": "leaf_biased", "period_proposal": 0.2, "period_peaks": 5,
         "period_spread": 0.1, "likelihood": "sparse", "inducing_points": 40,
         "sparse_above": 500, "workers": 3, "restarts": 2, "round_sizes": "full",
-        "likelihood_power": 0.25, "power_from": 30,
+        "likelihood_power": 0.25, "power_from": 30, "structure_weights": "laplace",
     },
     "refine": {
         "mode": "hmc", "optimizer": "sgd", "steps": 7, "late_steps": 3, "late_from": 11,

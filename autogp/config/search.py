@@ -154,6 +154,12 @@ class SMCConfig:
         "series with at least this many training points use likelihood_power; shorter ones "
         "the Bayesian posterior (0: every series)", "int", lo=0,
     )
+    structure_weights: str = key(
+        _SMC.structure_weights,
+        "how the final particles weigh structures: the SMC's importance weights (smc), or each "
+        "mode the particles found by its Laplace evidence (laplace: no Monte Carlo noise from "
+        "particle counts)", "choice", choices=("smc", "laplace"),
+    )
     ess_threshold: float = key(
         _SMC.ess_threshold, "resample when ESS < ess_threshold * num_particles", "float",
         lo=0.0, hi=1.0,

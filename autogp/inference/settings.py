@@ -82,6 +82,11 @@ class SMCSettings:
     # rounds (rounds.Data.power), so series on both sides of power_from share one program.
     likelihood_power: float = 0.5
     power_from: int = 60
+    # How the final particles weigh the structures: "smc", the SMC's importance weights (the
+    # posterior through particle counts, Monte Carlo noise ~1/sqrt(P) per structure); or
+    # "laplace", each mode the particles found weighted by its Laplace evidence (the refinement
+    # optimises, so particles are point masses at modes; inference/evidence.py).
+    structure_weights: str = "smc"
     refine: RefineSettings = dataclasses.field(default_factory=RefineSettings)
 
     def power_for(self, n: int) -> float:
@@ -107,6 +112,6 @@ _FIELDS = {field.name: field for field in dataclasses.fields(SMCSettings)}
 # length): never inside a compiled program. A field left off this list only costs compiles.
 _HOST_ONLY = ("num_particles", "schedule", "num_rounds", "restarts", "counts", "shuffle",
               "round_sizes", "period_peaks", "likelihood", "inducing_points", "sparse_above",
-              "likelihood_power", "power_from")
+              "likelihood_power", "power_from", "structure_weights")
 
 __all__ = ["RefineSettings", "SMCSettings"]

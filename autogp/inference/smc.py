@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
+from autogp.inference import evidence
 from autogp.inference import grammar as gr
 from autogp.inference.rounds import (
     SMCState,
@@ -161,10 +162,17 @@ def run_smc_panel(
     # Every program of the fit compiled side by side before it starts (exported programs).
     prepare_programs(grammar, settings, data, counts, num_particles=settings.num_particles,
                      num_inducing=num_inducing)
+    laplace = settings.structure_weights == "laplace"
+    if laplace:
+        evidence.prepare_program(grammar, data, num_particles=settings.num_particles,
+                                 num_inducing=num_inducing,
+                                 learn_noise=settings.refine.learn_noise)
     state = init_state(grammar, len(xs), settings.num_particles, key=k_init, data=data,
                        settings=settings)
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
                                 num_inducing=num_inducing, callback=callback, debug=debug)
+    if laplace:
+        state = _laplace_weights(grammar, settings, state, data, num_inducing, runs)
     draws = settings.refine.posterior_draws
     if draws > 1:
         # Its own key, so the rounds are the same with and without draws.
@@ -180,7 +188,31 @@ def run_smc_panel(
     results = [_result(state, history, g) for g in range(len(xs))]
     if runs == 1:
         return results
-    return [pool_runs(results[g : g + runs]) for g in range(0, len(results), runs)]
+    pooled = [pool_runs(results[g : g + runs]) for g in range(0, len(results), runs)]
+    if laplace:  # the modes of all runs are weighed together already
+        pooled = [p._replace(log_weights=np.concatenate(
+            [r.log_weights for r in results[g * runs : (g + 1) * runs]]))
+            for g, p in enumerate(pooled)]
+    return pooled
+
+
+def _laplace_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data,
+                     num_inducing: int, runs: int = 1) -> SMCState:
+    """The state with each series' particle weights (over its ``runs`` adjacent groups) from
+    the Laplace evidence of their modes (:mod:`autogp.inference.evidence`)."""
+    G, P = state.noise.shape
+    flat = [np.asarray(a).reshape((G * P,) + a.shape[2:])
+            for a in (state.ops, state.params, state.noise)]
+    ev = evidence.particle_evidence(grammar, *flat, data, num_particles=P,
+                                    num_inducing=num_inducing,
+                                    learn_noise=settings.refine.learn_noise)
+    log_weights = np.empty(G * P)
+    for g in range(0, G, runs):
+        members = np.arange(g * P, (g + runs) * P)
+        log_weights[members] = evidence.laplace_log_weights(flat[0], ev, members)
+    if not np.all(np.isfinite(log_weights.reshape(-1, runs * P)).any(axis=1)):
+        return state  # no finite evidence: keep the SMC's weights (the check below reports)
+    return state._replace(log_weights=jnp.asarray(log_weights.reshape(G, P)))
 
 
 def run_smc(x, y, grammar: gr.Grammar, settings: SMCSettings, *, key: Array, callback=None,
@@ -223,6 +255,8 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
     state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
                                 num_inducing=num_inducing, callback=callback)
+    if settings.structure_weights == "laplace":
+        state = _laplace_weights(grammar, settings, state, data, num_inducing)
     merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
     return _result(state, merged)
 
