@@ -33,8 +33,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.special import logsumexp
 
-from autogp.inference import exported
+from autogp.inference import exported, rejuvenation
 from autogp.inference import grammar as gr
 from autogp.inference.refine import active_mask
 from autogp.inference.rounds import Data, likelihood_fn
@@ -65,12 +66,12 @@ def _log_joint_hessians(grammar: gr.Grammar, num_particles: int, num_inducing: i
     past ``count`` are 0) and ``count [B]``: see :func:`log_joint_hessians`."""
     B, S, M = params.shape
     K = S * M + 1
-    loglik = likelihood_fn(data, data.length, num_particles, num_inducing)
+    # The log posterior the refinement climbs, here on all the data.
+    log_posterior = rejuvenation.log_posterior_fn(
+        grammar, likelihood_fn(data, data.length, num_particles, num_inducing), ops)
 
     def joint(flat):
-        p, n = flat[:, :-1].reshape(B, S, M), flat[:, -1]
-        ll = loglik(ops, p, n)
-        return ll + gr.log_prior_params(grammar, ops, p) + gr.log_prior_noise(grammar, n)
+        return log_posterior(flat[:, :-1].reshape(B, S, M), flat[:, -1])[0]
 
     def total(flat):
         lj = joint(flat)
@@ -292,10 +293,9 @@ def laplace_log_weights(ops: np.ndarray, evidence: ParticleEvidence,
         np.asarray(ops)[members], evidence.flat[members], evidence.log_joint[members],
         evidence.log_evidence[members], [evidence.widths[b] for b in members],
         [evidence.coords[b] for b in members])
-    top = np.max(lw)
-    if not np.isfinite(top):
+    if not np.isfinite(np.max(lw)):
         return lw
-    return lw - (top + np.log(np.sum(np.exp(lw - top))))
+    return lw - logsumexp(lw)
 
 
 __all__ = ["ParticleEvidence", "laplace_log_evidence", "laplace_log_weights",
