@@ -91,6 +91,8 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # Final structure weights from the Laplace evidence of the particles' modes instead of the
     # SMC's importance weights (smc.structure_weights; inference/evidence.py).
     "weights=laplace": {"smc.structure_weights": "laplace"},
+    # The same, each mode weighed by p(T) p(y | T)^0.5: flatter over structures.
+    "laplace_power=0.5": {"smc.structure_weights": "laplace", "smc.evidence_power": 0.5},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,

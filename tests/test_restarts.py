@@ -39,6 +39,15 @@ def test_pooled_weights_are_run_weights_times_evidence_shares():
                                                                           -10.0 + np.log(3)])
 
 
+def test_jointly_computed_weights_are_kept():
+    # Laplace weights are computed over every run's modes at once: no evidence shares.
+    a = _fake(np.log([0.1, 0.2]), log_z=-10.0, tag=1)
+    b = _fake(np.log([0.3, 0.4]), log_z=-2.0, tag=2)
+    pooled = smc.pool_runs([a, b], joint_weights=True)
+    np.testing.assert_allclose(np.exp(pooled.log_weights), [0.1, 0.2, 0.3, 0.4], rtol=1e-12)
+    assert pooled.log_marginal_likelihood == pytest.approx(logsumexp([-10.0, -2.0]) - np.log(2))
+
+
 def test_a_failed_run_gets_no_weight():
     good = _fake([0.0, 0.0], log_z=-5.0, tag=1)
     bad = _fake([0.0, 0.0], log_z=-np.inf, tag=2)

@@ -160,6 +160,12 @@ class SMCConfig:
         "mode the particles found by its Laplace evidence (laplace: no Monte Carlo noise from "
         "particle counts)", "choice", choices=("smc", "laplace"),
     )
+    evidence_power: float = key(
+        _SMC.evidence_power,
+        "with structure_weights = laplace: weigh each mode by p(T) p(y | T)^evidence_power "
+        "(1: the Laplace posterior; below 1 flatter over structures)", "float",
+        lo=0.0, hi=1.0, lo_open=True,
+    )
     ess_threshold: float = key(
         _SMC.ess_threshold, "resample when ESS < ess_threshold * num_particles", "float",
         lo=0.0, hi=1.0,

@@ -252,9 +252,10 @@ class ParticleEvidence(NamedTuple):
 
 def particle_evidence(grammar: gr.Grammar, ops, params, noise, data: Data, *,
                       num_particles: int, num_inducing: int = 0,
-                      learn_noise: bool = True) -> ParticleEvidence:
+                      learn_noise: bool = True, power: float = 1.0) -> ParticleEvidence:
     """The Laplace evidence of every particle of G series (``ops [G * P, S]`` etc., series
-    after series) on all of ``data``."""
+    after series) on all of ``data``. ``power`` tau tempers it: ``log p(T) + tau log p(y | T)``
+    (the modes' widths, and so which particles share a mode, do not change)."""
     # Mirror images are the same function: compute (and later compare) every particle in the
     # canonical one, so copies of a mode found as different mirror images are one mode.
     ops = np.asarray(ops)
@@ -280,7 +281,7 @@ def particle_evidence(grammar: gr.Grammar, ops, params, noise, data: Data, *,
             continue
         lz, A = laplace_log_evidence(log_joint[b], H[b, :k, :k], precisions[b])
         widths.append(A)
-        log_z[b] = lz + log_prior_t[b]
+        log_z[b] = power * lz + log_prior_t[b]
     return ParticleEvidence(log_z, log_joint, flat, coords, widths)
 
 

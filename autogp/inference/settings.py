@@ -87,6 +87,11 @@ class SMCSettings:
     # "laplace", each mode the particles found weighted by its Laplace evidence (the refinement
     # optimises, so particles are point masses at modes; inference/evidence.py).
     structure_weights: str = "smc"
+    # With "laplace": tau of p(T | y) ~ p(T) p(y | T)^tau, each mode's Laplace evidence (less
+    # its structure prior) raised to tau. 1 is the Laplace posterior over the modes found; tau < 1
+    # flattens it (a power posterior over structures only) where the evidence piles every
+    # structure's weight onto the best mode found.
+    evidence_power: float = 1.0
     refine: RefineSettings = dataclasses.field(default_factory=RefineSettings)
 
     def power_for(self, n: int) -> float:
@@ -112,6 +117,6 @@ _FIELDS = {field.name: field for field in dataclasses.fields(SMCSettings)}
 # length): never inside a compiled program. A field left off this list only costs compiles.
 _HOST_ONLY = ("num_particles", "schedule", "num_rounds", "restarts", "counts", "shuffle",
               "round_sizes", "period_peaks", "likelihood", "inducing_points", "sparse_above",
-              "likelihood_power", "power_from", "structure_weights")
+              "likelihood_power", "power_from", "structure_weights", "evidence_power")
 
 __all__ = ["RefineSettings", "SMCSettings"]

@@ -95,18 +95,22 @@ def _result(state: SMCState, history, g: int = 0) -> SMCResult:
     )
 
 
-def pool_runs(runs: Sequence[SMCResult]) -> SMCResult:
+def pool_runs(runs: Sequence[SMCResult], *, joint_weights: bool = False) -> SMCResult:
     """Independent SMC runs of one series as one particle approximation.
 
     Run r's particles keep their normalised weights, scaled by its share Z_r / sum_s Z_s of the
     evidence estimates, and the pooled evidence is their mean (each Z_r is unbiased, so their
-    mean is too, with less variance)."""
+    mean is too, with less variance). ``joint_weights``: the runs' weights were computed over
+    all of their particles together (Laplace weights), so they are kept as they are."""
     log_z = np.array([r.log_marginal_likelihood for r in runs], dtype=np.float64)
-    log_share = log_z - logsumexp(log_z)
-    log_weights = np.concatenate([
-        np.asarray(r.log_weights) - logsumexp(r.log_weights) + share
-        for r, share in zip(runs, log_share, strict=True)
-    ])
+    if joint_weights:
+        log_weights = np.concatenate([np.asarray(r.log_weights) for r in runs])
+    else:
+        log_share = log_z - logsumexp(log_z)
+        log_weights = np.concatenate([
+            np.asarray(r.log_weights) - logsumexp(r.log_weights) + share
+            for r, share in zip(runs, log_share, strict=True)
+        ])
     return SMCResult(
         ops=np.concatenate([r.ops for r in runs]),
         params=np.concatenate([r.params for r in runs]),
@@ -188,12 +192,9 @@ def run_smc_panel(
     results = [_result(state, history, g) for g in range(len(xs))]
     if runs == 1:
         return results
-    pooled = [pool_runs(results[g : g + runs]) for g in range(0, len(results), runs)]
-    if laplace:  # the modes of all runs are weighed together already
-        pooled = [p._replace(log_weights=np.concatenate(
-            [r.log_weights for r in results[g * runs : (g + 1) * runs]]))
-            for g, p in enumerate(pooled)]
-    return pooled
+    # Laplace weights were computed over the modes of all of a series' runs together.
+    return [pool_runs(results[g : g + runs], joint_weights=laplace)
+            for g in range(0, len(results), runs)]
 
 
 def _laplace_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data,
@@ -205,7 +206,8 @@ def _laplace_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState
             for a in (state.ops, state.params, state.noise)]
     ev = evidence.particle_evidence(grammar, *flat, data, num_particles=P,
                                     num_inducing=num_inducing,
-                                    learn_noise=settings.refine.learn_noise)
+                                    learn_noise=settings.refine.learn_noise,
+                                    power=settings.evidence_power)
     log_weights = np.empty(G * P)
     for g in range(0, G, runs):
         members = np.arange(g * P, (g + runs) * P)
