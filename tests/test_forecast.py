@@ -176,6 +176,30 @@ def test_bad_arguments_are_clear(model):
 
 
 # ---- units and readings ----------------------------------------------------------------------
+def test_a_period_under_two_steps_reads_as_the_period_the_grid_sees():
+    from autogp.forecast.explain import period_seen_on_grid
+
+    # On yearly steps a period of 0.967 years is the same kernel as a 29.3-year cycle.
+    seen = period_seen_on_grid(0.967, 1.0)
+    assert seen == pytest.approx(1.0 / (1.0 / 0.967 - 1.0), rel=1e-12)
+    r = np.arange(60.0)
+    np.testing.assert_allclose(np.sin(np.pi * r / 0.967) ** 2, np.sin(np.pi * r / seen) ** 2,
+                               atol=1e-12)
+    # A half-step period folds onto itself at the Nyquist rate; a whole step is a constant.
+    assert period_seen_on_grid(2.0 / 3.0, 1.0) == pytest.approx(2.0)
+    assert period_seen_on_grid(1.0, 1.0) == np.inf
+
+    years = pd.date_range("1960-01-01", periods=18, freq="YS")
+    y = np.linspace(1.0, 2.0, 18) + 0.1 * np.sin(np.arange(18.0))
+    span = 17.0  # years: normalised time 1
+    model = AutoGP.from_kernels(pd.DataFrame({"ds": years, "y": y}),
+                                [f"LIN + PER(l=0.5, period={0.967 / span!r}; amp=0.1)"],
+                                noise=0.05)
+    reading = model.kernels()["reading"].iloc[0]
+    assert "yearly seasonality" not in reading
+    assert "period 29.3 years" in reading and "fitted period 0.967 years" in reading
+
+
 def test_weekly_period_of_daily_data_prints_in_days():
     days = pd.date_range("2024-01-01", periods=144, freq="D")
     rng = np.random.default_rng(0)

@@ -117,8 +117,30 @@ def _length(x: float, axis: TimeAxis) -> str:
     return axis.format_length(float(x))
 
 
+def period_seen_on_grid(period: float, step: float) -> float:
+    """The period that a periodic kernel of ``period`` shows at points ``step`` apart.
+
+    ``sin^2(pi r / period)`` at ``r = k step`` does not change when the frequency ``1 / period``
+    moves by a whole multiple of ``1 / step``, so on the grid a period under two steps is the
+    same function as its alias, the frequency folded into ``[0, 1 / (2 step)]``: a period of
+    0.967 years on yearly data is a cycle of 29.3 years. ``inf``: constant on the grid (a whole
+    number of steps)."""
+    f = 1.0 / period
+    folded = abs(f - round(f * step) / step)
+    return math.inf if folded * step < 1e-9 else 1.0 / folded
+
+
 def periodic_phrase(period: float, axis: TimeAxis) -> str:
-    """A periodic pattern of ``period`` (axis units) in words, named when it is a known season."""
+    """A periodic pattern of ``period`` (axis units) in words, named when it is a known season.
+    On a regular grid a period under two steps is read as the period the data see
+    (:func:`period_seen_on_grid`): a "yearly seasonality" of yearly data is nothing of the kind."""
+    if axis.regular and axis.step > 0 and period < 2.0 * axis.step:
+        seen = period_seen_on_grid(period, axis.step)
+        fitted = (f"fitted period {_length(period, axis)}, under two steps of "
+                  f"{_length(axis.step, axis)}")
+        if not math.isfinite(seen):
+            return f"constant at the observed steps ({fitted})"
+        return f"{periodic_phrase(seen, axis)} ({fitted}: the same at every step)"
     name = season_name(period, axis)
     if name is not None:
         return f"{name} seasonality (period {_length(period, axis)})"
@@ -224,6 +246,7 @@ __all__ = [
     "classify_term",
     "describe",
     "format_time",
+    "period_seen_on_grid",
     "periodic_phrase",
     "product_factors",
     "role",
