@@ -187,6 +187,55 @@ def test_evidence_power_tempers_the_likelihood_not_the_structure_prior():
         half.log_evidence[0] - half.log_evidence[1] + np.log(2), rel=1e-9)
 
 
+def test_prequential_score_is_the_second_half_given_the_first_by_numpy():
+    x, y = _series(25)
+    texts = ["LIN * PER", "GE + LIN", "SE"]
+    ops, params, noise = _particles(texts, seed=3)
+    data = rounds.make_data([x], [y])
+    got = evidence.prequential_log_scores(GRAMMAR, ops, params, noise, data,
+                                          num_particles=len(texts))
+    log_prior_t = np.asarray(gr.log_prior_structure(GRAMMAR, jax.numpy.asarray(ops)))
+    h = 13  # the first half, rounded up
+    for b in range(len(texts)):
+        K = gram_numpy(unpack_one(ops[b], params[b]), x, x) + np.exp(noise[b]) * np.eye(len(x))
+        # y_{h+1..n} | y_{1..h}: the Gaussian conditional, by scipy.
+        A, B, C = K[:h, :h], K[h:, :h], K[h:, h:]
+        mean = B @ linalg.solve(A, y[:h], assume_a="pos")
+        cov = C - B @ linalg.solve(A, B.T, assume_a="pos")
+        want = stats.multivariate_normal(mean, cov).logpdf(y[h:]) + log_prior_t[b]
+        assert got[b] == pytest.approx(want, rel=1e-8, abs=1e-8)
+
+
+def test_a_prequential_fit_weighs_modes_by_their_scores_and_repeats_with_the_seed():
+    x, y = _series(30)
+    grammar = gr.Grammar.default(max_depth=DEPTH)
+    base = SMCSettings(num_particles=6, num_rounds=3, structure_moves=2,
+                       refine=dataclasses.replace(SMCSettings().refine, steps=5))
+    pq = dataclasses.replace(base, structure_weights="prequential")
+    plain = smc.run_smc(x, y, grammar, base, key=jax.random.key(4))
+    got = smc.run_smc(x, y, grammar, pq, key=jax.random.key(4))
+    again = smc.run_smc(x, y, grammar, pq, key=jax.random.key(4))
+    np.testing.assert_array_equal(got.ops, plain.ops)
+    np.testing.assert_array_equal(got.log_weights, again.log_weights)
+    assert logsumexp(got.log_weights) == pytest.approx(0.0, abs=1e-12)
+    data = rounds.make_data([x], [y])
+    score = evidence.prequential_log_scores(grammar, got.ops, got.params, got.noise, data,
+                                            num_particles=6)
+    # Each mode's mass is exp(score) shared by its particles: mass ratios of the two best
+    # particles' modes are their score ratios (no mirror factor for a score at a point).
+    w = np.exp(got.log_weights)
+    best = np.argsort(-score)
+    modes = {}
+    for b in range(6):
+        if w[b] > 0:
+            modes.setdefault(round(float(score[b]), 6), []).append(b)
+    assert len(modes) >= 1
+    (s1, m1), *rest = sorted(modes.items(), reverse=True)
+    assert np.isclose(s1, score[best[0]], atol=1e-6)
+    for s2, m2 in rest:
+        assert np.log(w[m1].sum() / w[m2].sum()) == pytest.approx(s1 - s2, abs=1e-5)
+
+
 def test_a_laplace_fit_reweights_the_smc_particles_and_repeats_with_the_seed():
     x, y = _series(30)
     grammar = gr.Grammar.default(max_depth=DEPTH)

@@ -158,7 +158,9 @@ class SMCConfig:
         _SMC.structure_weights,
         "how the final particles weigh structures: the SMC's importance weights (smc), or each "
         "mode the particles found by its Laplace evidence (laplace: no Monte Carlo noise from "
-        "particle counts)", "choice", choices=("smc", "laplace"),
+        "particle counts), or each mode by its one-step-ahead predictive log density over the "
+        "second half of the data at its parameters (prequential)", "choice",
+        choices=("smc", "laplace", "prequential"),
     )
     evidence_power: float = key(
         _SMC.evidence_power,

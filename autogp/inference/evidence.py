@@ -27,6 +27,7 @@ whose loop runs over the largest number of active coordinates.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -208,10 +209,13 @@ def canonical_params(ops: np.ndarray, params: np.ndarray) -> np.ndarray:
 
 def mode_log_weights(ops: np.ndarray, flat: np.ndarray, log_joint: np.ndarray,
                      log_evidence: np.ndarray, widths: list[np.ndarray],
-                     coords: list[np.ndarray], *, same_joint: float = 1e-6) -> np.ndarray:
+                     coords: list[np.ndarray], *, same_joint: float = 1e-6,
+                     mirrors: bool = True) -> np.ndarray:
     """Particle log weights: each mode's Laplace mass (times its mirror images), shared equally
     by the particles in it. ``flat [B, K]`` all coordinates; ``coords[b]`` particle b's active
-    flat indices; ``widths[b]`` its ``A``. Particles with a non-finite evidence get ``-inf``."""
+    flat indices; ``widths[b]`` its ``A``. Particles with a non-finite evidence get ``-inf``.
+    ``mirrors=False``: ``log_evidence`` is a score at the mode, not an integral over the
+    parameters, so mirror images (the same function) add nothing."""
     B = ops.shape[0]
     order = np.argsort(-np.where(np.isfinite(log_evidence), log_evidence, -np.inf), kind="stable")
     mode_of = np.full(B, -1)
@@ -235,7 +239,7 @@ def mode_log_weights(ops: np.ndarray, flat: np.ndarray, log_joint: np.ndarray,
     out = np.full(B, -np.inf)
     for m, r in enumerate(reps):
         members = np.flatnonzero(mode_of == m)
-        mass = log_evidence[r] + math.log(symmetry_count(ops[r]))
+        mass = log_evidence[r] + (math.log(symmetry_count(ops[r])) if mirrors else 0.0)
         out[members] = mass - math.log(len(members))
     return out
 
@@ -286,18 +290,43 @@ def particle_evidence(grammar: gr.Grammar, ops, params, noise, data: Data, *,
 
 
 def laplace_log_weights(ops: np.ndarray, evidence: ParticleEvidence,
-                        members: np.ndarray) -> np.ndarray:
+                        members: np.ndarray, *, mirrors: bool = True) -> np.ndarray:
     """Normalised log weights of the particles ``members`` (indices into ``evidence``) of one
-    series: its modes' Laplace masses, each shared by the particles in it."""
+    series: its modes' Laplace masses (or, with ``evidence.log_evidence`` replaced by
+    :func:`prequential_log_scores` and ``mirrors=False``, their scores), each shared by the
+    particles in it."""
     members = np.asarray(members)
     lw = mode_log_weights(
         np.asarray(ops)[members], evidence.flat[members], evidence.log_joint[members],
         evidence.log_evidence[members], [evidence.widths[b] for b in members],
-        [evidence.coords[b] for b in members])
+        [evidence.coords[b] for b in members], mirrors=mirrors)
     if not np.isfinite(np.max(lw)):
         return lw
     return lw - logsumexp(lw)
 
 
+def prequential_log_scores(grammar: gr.Grammar, ops, params, noise, data: Data, *,
+                           num_particles: int, num_inducing: int = 0) -> np.ndarray:
+    """``log p(T) + eta log p(y_{h+1..n} | y_{1..h}, theta)`` of flattened particles ``[G * P]``
+    at their own parameters, ``h`` the first half of each series (rounded up): the sum of the
+    one-step-ahead predictive log densities over the second half, the forecasting score the
+    SMC's incremental weights accumulate as the data arrive (there at parameters refitted
+    before each step). ``-inf`` where not finite."""
+    ops, params, noise = (jnp.asarray(a) for a in (ops, params, noise))
+    score = np.asarray(_second_half_log_likelihood(num_particles, num_inducing, ops, params,
+                                                   noise, data), dtype=np.float64)
+    score = score + np.asarray(gr.log_prior_structure(grammar, ops))
+    return np.where(np.isfinite(score), score, -np.inf)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _second_half_log_likelihood(num_particles, num_inducing, ops, params, noise, data):
+    half = (data.length + 1) // 2
+    full = likelihood_fn(data, data.length, num_particles, num_inducing)(ops, params, noise)
+    first = likelihood_fn(data, half, num_particles, num_inducing)(ops, params, noise)
+    return full - first
+
+
 __all__ = ["ParticleEvidence", "laplace_log_evidence", "laplace_log_weights",
+           "prequential_log_scores",
            "log_joint_hessians", "mode_log_weights", "particle_evidence", "symmetry_count"]

@@ -85,7 +85,9 @@ class SMCSettings:
     # How the final particles weigh the structures: "smc", the SMC's importance weights (the
     # posterior through particle counts, Monte Carlo noise ~1/sqrt(P) per structure); or
     # "laplace", each mode the particles found weighted by its Laplace evidence (the refinement
-    # optimises, so particles are point masses at modes; inference/evidence.py).
+    # optimises, so particles are point masses at modes; inference/evidence.py); or
+    # "prequential", each of those modes by log p(T) + eta log p(y_{h+1..n} | y_{1..h}, theta*),
+    # h half the data: the one-step-ahead forecasts the SMC's weights score, without the noise.
     structure_weights: str = "smc"
     # With "laplace": tau of p(T | y) ~ p(T) p(y | T)^tau, each mode's Laplace evidence (less
     # its structure prior) raised to tau. 1 is the Laplace posterior over the modes found; tau < 1

@@ -166,7 +166,7 @@ def run_smc_panel(
     # Every program of the fit compiled side by side before it starts (exported programs).
     prepare_programs(grammar, settings, data, counts, num_particles=settings.num_particles,
                      num_inducing=num_inducing)
-    laplace = settings.structure_weights == "laplace"
+    laplace = settings.structure_weights in ("laplace", "prequential")  # modes via Hessians
     if laplace:
         evidence.prepare_program(grammar, data, num_particles=settings.num_particles,
                                  num_inducing=num_inducing,
@@ -176,7 +176,7 @@ def run_smc_panel(
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
                                 num_inducing=num_inducing, callback=callback, debug=debug)
     if laplace:
-        state = _laplace_weights(grammar, settings, state, data, num_inducing, runs)
+        state = _mode_weights(grammar, settings, state, data, num_inducing, runs)
     draws = settings.refine.posterior_draws
     if draws > 1:
         # Its own key, so the rounds are the same with and without draws.
@@ -197,10 +197,11 @@ def run_smc_panel(
             for g in range(0, len(results), runs)]
 
 
-def _laplace_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data,
-                     num_inducing: int, runs: int = 1) -> SMCState:
+def _mode_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data,
+                  num_inducing: int, runs: int = 1) -> SMCState:
     """The state with each series' particle weights (over its ``runs`` adjacent groups) from
-    the Laplace evidence of their modes (:mod:`autogp.inference.evidence`)."""
+    their modes (:mod:`autogp.inference.evidence`): each mode's Laplace evidence, or with
+    ``structure_weights = "prequential"`` its second-half predictive score."""
     G, P = state.noise.shape
     flat = [np.asarray(a).reshape((G * P,) + a.shape[2:])
             for a in (state.ops, state.params, state.noise)]
@@ -208,10 +209,17 @@ def _laplace_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState
                                     num_inducing=num_inducing,
                                     learn_noise=settings.refine.learn_noise,
                                     power=settings.evidence_power)
+    prequential = settings.structure_weights == "prequential"
+    if prequential:  # the modes as found by their Laplace widths, weighed by their scores
+        ev = ev._replace(log_evidence=np.where(
+            np.isfinite(ev.log_evidence),
+            evidence.prequential_log_scores(grammar, *flat, data, num_particles=P,
+                                            num_inducing=num_inducing), -np.inf))
     log_weights = np.empty(G * P)
     for g in range(0, G, runs):
         members = np.arange(g * P, (g + runs) * P)
-        log_weights[members] = evidence.laplace_log_weights(flat[0], ev, members)
+        log_weights[members] = evidence.laplace_log_weights(flat[0], ev, members,
+                                                            mirrors=not prequential)
     if not np.all(np.isfinite(log_weights.reshape(-1, runs * P)).any(axis=1)):
         return state  # no finite evidence: keep the SMC's weights (the check below reports)
     return state._replace(log_weights=jnp.asarray(log_weights.reshape(G, P)))
@@ -257,8 +265,8 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
     state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
                                 num_inducing=num_inducing, callback=callback)
-    if settings.structure_weights == "laplace":
-        state = _laplace_weights(grammar, settings, state, data, num_inducing)
+    if settings.structure_weights in ("laplace", "prequential"):
+        state = _mode_weights(grammar, settings, state, data, num_inducing)
     merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
     return _result(state, merged)
 
