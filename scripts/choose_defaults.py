@@ -93,6 +93,8 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "weights=laplace": {"smc.structure_weights": "laplace"},
     # The same, each mode weighed by p(T) p(y | T)^0.5: flatter over structures.
     "laplace_power=0.5": {"smc.structure_weights": "laplace", "smc.evidence_power": 0.5},
+    # Nearly the structure prior alone over the modes found: how much hedging over them buys.
+    "laplace_power=0.01": {"smc.structure_weights": "laplace", "smc.evidence_power": 0.01},
     # Each mode weighed by its one-step-ahead predictive log density over the second half of
     # the window at its parameters: deterministic, like the SMC's incremental weights.
     "weights=prequential": {"smc.structure_weights": "prequential"},
