@@ -95,6 +95,9 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "laplace_power=0.5": {"smc.structure_weights": "laplace", "smc.evidence_power": 0.5},
     # Nearly the structure prior alone over the modes found: how much hedging over them buys.
     "laplace_power=0.01": {"smc.structure_weights": "laplace", "smc.evidence_power": 0.01},
+    # Lower-variance resampling (one uniform for all draws): the same expected particle
+    # counts as multinomial with less Monte Carlo noise in them.
+    "resampling=systematic": {"smc.resampling": "systematic"},
     # Each mode weighed by its one-step-ahead predictive log density over the second half of
     # the window at its parameters: deterministic, like the SMC's incremental weights.
     "weights=prequential": {"smc.structure_weights": "prequential"},
