@@ -206,15 +206,19 @@ def test_prequential_score_is_the_second_half_given_the_first_by_numpy():
         assert got[b] == pytest.approx(want, rel=1e-8, abs=1e-8)
 
 
-def test_a_prequential_fit_weighs_modes_by_their_scores_and_repeats_with_the_seed():
+def _three_fits(weights):
+    """A small fit with the SMC's weights, then twice with ``weights``, on the same key."""
     x, y = _series(30)
     grammar = gr.Grammar.default(max_depth=DEPTH)
     base = SMCSettings(num_particles=6, num_rounds=3, structure_moves=2,
                        refine=dataclasses.replace(SMCSettings().refine, steps=5))
-    pq = dataclasses.replace(base, structure_weights="prequential")
-    plain = smc.run_smc(x, y, grammar, base, key=jax.random.key(4))
-    got = smc.run_smc(x, y, grammar, pq, key=jax.random.key(4))
-    again = smc.run_smc(x, y, grammar, pq, key=jax.random.key(4))
+    other = dataclasses.replace(base, structure_weights=weights)
+    fits = [smc.run_smc(x, y, grammar, s, key=jax.random.key(4)) for s in (base, other, other)]
+    return x, y, grammar, fits
+
+
+def test_a_prequential_fit_weighs_modes_by_their_scores_and_repeats_with_the_seed():
+    x, y, grammar, (plain, got, again) = _three_fits("prequential")
     np.testing.assert_array_equal(got.ops, plain.ops)
     np.testing.assert_array_equal(got.log_weights, again.log_weights)
     assert logsumexp(got.log_weights) == pytest.approx(0.0, abs=1e-12)
@@ -237,14 +241,7 @@ def test_a_prequential_fit_weighs_modes_by_their_scores_and_repeats_with_the_see
 
 
 def test_a_laplace_fit_reweights_the_smc_particles_and_repeats_with_the_seed():
-    x, y = _series(30)
-    grammar = gr.Grammar.default(max_depth=DEPTH)
-    base = SMCSettings(num_particles=6, num_rounds=3, structure_moves=2,
-                       refine=dataclasses.replace(SMCSettings().refine, steps=5))
-    laplace = dataclasses.replace(base, structure_weights="laplace")
-    plain = smc.run_smc(x, y, grammar, base, key=jax.random.key(4))
-    got = smc.run_smc(x, y, grammar, laplace, key=jax.random.key(4))
-    again = smc.run_smc(x, y, grammar, laplace, key=jax.random.key(4))
+    x, y, grammar, (plain, got, again) = _three_fits("laplace")
     # Same particles and evidence estimate as the SMC run; only the weights change.
     np.testing.assert_array_equal(got.ops, plain.ops)
     np.testing.assert_array_equal(got.params, plain.params)
