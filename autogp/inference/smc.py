@@ -95,13 +95,19 @@ def _result(state: SMCState, history, g: int = 0) -> SMCResult:
     )
 
 
+#: ``structure_weights`` that reweigh the final particles by the modes they found
+#: (``_mode_weights``) instead of keeping the SMC's importance weights.
+MODE_WEIGHTS = ("laplace", "prequential")
+
+
 def pool_runs(runs: Sequence[SMCResult], *, joint_weights: bool = False) -> SMCResult:
     """Independent SMC runs of one series as one particle approximation.
 
     Run r's particles keep their normalised weights, scaled by its share Z_r / sum_s Z_s of the
     evidence estimates, and the pooled evidence is their mean (each Z_r is unbiased, so their
     mean is too, with less variance). ``joint_weights``: the runs' weights were computed over
-    all of their particles together (Laplace weights), so they are kept as they are."""
+    all of their particles together (the modes' weights of ``_mode_weights``), so they are
+    kept as they are."""
     log_z = np.array([r.log_marginal_likelihood for r in runs], dtype=np.float64)
     if joint_weights:
         log_weights = np.concatenate([np.asarray(r.log_weights) for r in runs])
@@ -166,8 +172,8 @@ def run_smc_panel(
     # Every program of the fit compiled side by side before it starts (exported programs).
     prepare_programs(grammar, settings, data, counts, num_particles=settings.num_particles,
                      num_inducing=num_inducing)
-    laplace = settings.structure_weights in ("laplace", "prequential")  # modes via Hessians
-    if laplace:
+    by_modes = settings.structure_weights in MODE_WEIGHTS
+    if by_modes:  # the modes are told apart by their Laplace widths: the Hessian program
         evidence.prepare_program(grammar, data, num_particles=settings.num_particles,
                                  num_inducing=num_inducing,
                                  learn_noise=settings.refine.learn_noise)
@@ -175,7 +181,7 @@ def run_smc_panel(
                        settings=settings)
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
                                 num_inducing=num_inducing, callback=callback, debug=debug)
-    if laplace:
+    if by_modes:
         state = _mode_weights(grammar, settings, state, data, num_inducing, runs)
     draws = settings.refine.posterior_draws
     if draws > 1:
@@ -192,8 +198,8 @@ def run_smc_panel(
     results = [_result(state, history, g) for g in range(len(xs))]
     if runs == 1:
         return results
-    # Laplace weights were computed over the modes of all of a series' runs together.
-    return [pool_runs(results[g : g + runs], joint_weights=laplace)
+    # Mode weights were computed over the modes of all of a series' runs together.
+    return [pool_runs(results[g : g + runs], joint_weights=by_modes)
             for g in range(0, len(results), runs)]
 
 
@@ -265,7 +271,7 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
     state, history = run_rounds(grammar, settings, state, data, counts[:, None], key=key,
                                 num_inducing=num_inducing, callback=callback)
-    if settings.structure_weights in ("laplace", "prequential"):
+    if settings.structure_weights in MODE_WEIGHTS:
         state = _mode_weights(grammar, settings, state, data, num_inducing)
     merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
     return _result(state, merged)
