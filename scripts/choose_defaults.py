@@ -40,7 +40,11 @@ from autogp.data.seasons import with_frequency  # noqa: E402
 from autogp.data.transform import choose_transform  # noqa: E402
 from autogp.experiments.scoring import scaled_crps  # noqa: E402
 from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
-from autogp.forecast.fitting import fitting_window  # noqa: E402
+from autogp.forecast.fitting import (  # noqa: E402
+    data_log_evidence,
+    evidence_transforms,
+    fitting_window,
+)
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
@@ -54,6 +58,8 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "defaults": {},
     "transform=none": {"data.transform": "none"},
     "transform=log": {"data.transform": "log"},  # series with values <= 0: none
+    # Each positive window in data and in log units, keeping the higher evidence in data units.
+    "transform=evidence": {"data.transform": "evidence"},
     "BM=6": {"grammar.weights.BM": 6.0},
     # Integrated Brownian motion (a trend whose slope wanders; forecast variance ~ h^3).
     "IBM=6": {"grammar.weights.IBM": 6.0},
@@ -175,6 +181,23 @@ def make_windows(series: list[dict], origins: int) -> list[dict]:
     return windows
 
 
+def _fitted_transforms(window: dict, overrides: dict) -> list[float | None]:
+    """The Box-Cox lambdas (None: none, 0: log) a candidate fits this window with: one, decided
+    from the window's training values as the model decides it, or under ``transform =
+    "evidence"`` both scales of a positive window (the model keeps the higher evidence)."""
+    if str(overrides.get("data.transform")) == "evidence":
+        config = load_config(None, overrides)
+        modes = evidence_transforms(fitting_window(window["series"], config).series, config)
+        if modes:
+            return [_transform_settings_lambda(m) for m in modes]
+        return [None]
+    return [_resolved_transform(window, overrides)]
+
+
+def _transform_settings_lambda(mode: str) -> float | None:
+    return {"none": None, "log": 0.0}[mode]
+
+
 def _resolved_transform(window: dict, overrides: dict) -> float | None:
     """The Box-Cox lambda (None: none, 0: log) a candidate fits this window with, decided from
     the window's training values as the model decides it."""
@@ -214,8 +237,11 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
              if k not in ("data.transform", "data.boxcox_lambda")}
     base_key = json.dumps(sorted(other.items()), default=str)
     groups: dict[float | None, list[dict]] = {}
+    fitted: dict[str, list[float | None]] = {}
     for w in windows:
-        groups.setdefault(_resolved_transform(w, overrides), []).append(w)
+        fitted[w["series"].unique_id] = _fitted_transforms(w, overrides)
+        for lam in fitted[w["series"].unique_id]:
+            groups.setdefault(lam, []).append(w)
     started = time.perf_counter()
     for lam, group in groups.items():
         todo = [w for w in group if (base_key, lam, w["series"].unique_id) not in cache]
@@ -232,30 +258,35 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
             mean = model.predict(w["h"], level=[], point="mean", unique_id=uid)[MODEL_NAME]
             cache[(base_key, lam, uid)] = {
                 "units": model.fits[uid].scaler.units,
+                "evidence": data_log_evidence(model.fits[uid], model.config),
                 "q": {tau: qs[quantile_column(tau)].to_numpy() for tau in QUANTILES},
                 "mean": mean.to_numpy(),
             }
     seconds = time.perf_counter() - started
     rows = []
-    for lam, group in groups.items():
-        for w in group:
-            hit = cache[(base_key, lam, w["series"].unique_id)]
-            q, y, y_train = hit["q"], w["target"], w["series"].y
-            rows.append({
-                "candidate": name, "unique_id": w["uid"], "origin": w["origin"],
-                "cutoff": w["cutoff"], "h": w["h"], "season": w["season"],
-                "transform": hit["units"],
-                "mase_median": mase(y, q[0.5], y_train, w["season"]),
-                "mase_mean": mase(y, hit["mean"], y_train, w["season"]),
-                "scaled_crps": scaled_crps(y, q),
-                "coverage_95": coverage(y, q[0.025], q[0.975]),
-                "fit_seconds_new": round(seconds, 1),
-                "y": json.dumps(y.tolist()),
-                "median": json.dumps(q[0.5].tolist()),
-                "lo_95": json.dumps(q[0.025].tolist()),
-                "hi_95": json.dumps(q[0.975].tolist()),
-                "quantiles": json.dumps({str(t): v.tolist() for t, v in q.items()}),
-            })
+    for w in windows:
+        # the fit the model keeps: the only one, or the higher evidence (ties: the first)
+        hits = [cache[(base_key, lam, w["series"].unique_id)]
+                for lam in fitted[w["series"].unique_id]]
+        hit = max(hits, key=lambda h: h["evidence"] if np.isfinite(h["evidence"]) else -np.inf)
+        q, y, y_train = hit["q"], w["target"], w["series"].y
+        rows.append({
+            "candidate": name, "unique_id": w["uid"], "origin": w["origin"],
+            "cutoff": w["cutoff"], "h": w["h"], "season": w["season"],
+            "transform": hit["units"],
+            "log_evidence": hit["evidence"],
+            "log_evidence_by_units": json.dumps({h["units"]: h["evidence"] for h in hits}),
+            "mase_median": mase(y, q[0.5], y_train, w["season"]),
+            "mase_mean": mase(y, hit["mean"], y_train, w["season"]),
+            "scaled_crps": scaled_crps(y, q),
+            "coverage_95": coverage(y, q[0.025], q[0.975]),
+            "fit_seconds_new": round(seconds, 1),
+            "y": json.dumps(y.tolist()),
+            "median": json.dumps(q[0.5].tolist()),
+            "lo_95": json.dumps(q[0.025].tolist()),
+            "hi_95": json.dumps(q[0.975].tolist()),
+            "quantiles": json.dumps({str(t): v.tolist() for t, v in q.items()}),
+        })
     return rows
 
 

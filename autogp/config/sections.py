@@ -22,9 +22,11 @@ class DataConfig:
         "auto",
         "variance-stabilising transform of y: 'auto' (log or Box-Cox when the training data's "
         "seasonal swing grows with the level, by Guerrero's method; never for values <= 0), "
-        "'none', 'log', 'boxcox' (lambda from data.boxcox_lambda or estimated)",
+        "'none', 'log', 'boxcox' (lambda from data.boxcox_lambda or estimated), or "
+        "'evidence' (fit a positive series in data and in log units, keep the fit with the "
+        "higher evidence in data units; twice the cost)",
         "choice",
-        choices=("auto", "none", "log", "boxcox"),
+        choices=("auto", "none", "log", "boxcox", "evidence"),
     )
     boxcox_lambda: float | None = key(
         None, "Box-Cox lambda for transform = 'boxcox' (unset: Guerrero's estimate)", "float",

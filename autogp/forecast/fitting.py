@@ -9,6 +9,7 @@ before the SMC engine (:func:`autogp.inference.smc.run_smc`) sees them. A series
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from collections.abc import Callable
@@ -20,7 +21,7 @@ import numpy as np
 from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
 from autogp.data.seasons import candidate_periods
-from autogp.data.transform import choose_transform
+from autogp.data.transform import boxcox_log_jacobian, choose_transform
 from autogp.evaluator.sparse import inducing_points_for
 from autogp.forecast.metrics import seasonality
 from autogp.inference import smc
@@ -107,7 +108,10 @@ def series_scaler(series: TimeSeries, config: Config, stride: int = 1) -> Scaler
                        else max(1, int(math.ceil(0.1 * series.n))))
         center_last = min(center_last, series.n)
     try:
-        choice = choose_transform(series.y, season, config.data.effective_transform,
+        # "evidence" fits both scales of a positive series (fit_series_posterior); a series
+        # that reaches here under it is not positive or constant, where auto's rule applies.
+        mode = config.data.effective_transform
+        choice = choose_transform(series.y, season, "auto" if mode == "evidence" else mode,
                                   config.data.boxcox_lambda)
     except ValueError as exc:
         raise DataError(f"series {series.unique_id!r}: {exc}") from None
@@ -124,6 +128,58 @@ def seasonal_periods(series: TimeSeries, scaler: Scaler) -> list[float] | None:
     return [float(p / scaler.time_scale) for p in periods]
 
 
+def data_log_evidence(posterior: Posterior, config: Config) -> float:
+    """The fit's log evidence in data units: the SMC's estimate of log p(z) for the normalised
+    values z, plus the log Jacobian of the normalisation and transform over the fitted points
+    (times the series' learning rate eta: a power posterior's evidence is of p(y | theta)^eta).
+    Fits of one series on different scales are compared by it."""
+    s = posterior.scaler
+    y = posterior.series.y
+    jacobian = -y.size * math.log(s.value_scale) + float(
+        np.sum(boxcox_log_jacobian(y, s.boxcox_lambda)))
+    eta = engine_settings(config)[1].power_for(y.size)
+    return float(posterior.log_marginal_likelihood) + eta * jacobian
+
+
+#: The scales ``data.transform = "evidence"`` fits a positive series on.
+EVIDENCE_TRANSFORMS = ("none", "log")
+
+
+def evidence_transforms(series: TimeSeries, config: Config) -> tuple[str, ...]:
+    """The transforms a fit of ``series`` (its fitting window) compares: both of
+    :data:`EVIDENCE_TRANSFORMS` under ``data.transform = "evidence"`` when its values are
+    positive and not constant, else none (a single fit under the resolved transform)."""
+    if config.data.effective_transform != "evidence":
+        return ()
+    y = np.asarray(series.y)
+    if not (np.all(y > 0) and np.ptp(y) > 0):
+        return ()
+    return EVIDENCE_TRANSFORMS
+
+
+def choose_by_evidence(fits: dict[str, Posterior], config: Config) -> Posterior:
+    """The fit with the highest :func:`data_log_evidence` (ties: the first), its scaler's
+    reason naming the comparison (for ``explain()``)."""
+    scores = {name: data_log_evidence(fit, config) for name, fit in fits.items()}
+    finite = {k: v for k, v in scores.items() if np.isfinite(v)}
+    best = max(finite, key=finite.get) if finite else next(iter(fits))
+    others = ", ".join(f"{name}: {scores[name]:.1f}" for name in fits if name != best)
+    units = "log units" if fits[best].scaler.log else "data units"
+    reason = (f"fitted in {units}: its log evidence in data units, with the transform's "
+              f"Jacobian, is {scores[best]:.1f} nats (other scales: {others}; "
+              "transform = 'evidence')")
+    chosen = fits[best]
+    return dataclasses.replace(
+        chosen, scaler=dataclasses.replace(chosen.scaler, transform_reason=reason))
+
+
+def _part_of(callback: Callable[[int, int], None] | None, k: int, parts: int):
+    """A progress callback for the k-th of ``parts`` fits of one series: one bar for all."""
+    if callback is None:
+        return None
+    return lambda done, total: callback(k * total + done, parts * total)
+
+
 def fit_series_posterior(
     series: TimeSeries,
     config: Config,
@@ -135,7 +191,17 @@ def fit_series_posterior(
 
     The key comes from ``config.seed`` and, in a panel, the series id (never its position), so
     the result does not depend on which other series are fitted, in what order or where.
+    Under ``data.transform = "evidence"`` a positive series is fitted on each scale of
+    :data:`EVIDENCE_TRANSFORMS` with the same key, and the fit with the higher evidence in data
+    units is kept (:func:`choose_by_evidence`).
     """
+    candidates = evidence_transforms(fitting_window(series, config).series, config)
+    if candidates:
+        fits = {mode: fit_series_posterior(
+                    series, config.with_overrides({"data.transform": mode}), panel=panel,
+                    callback=_part_of(callback, k, len(candidates)))
+                for k, mode in enumerate(candidates)}
+        return choose_by_evidence(fits, config)
     key = series_key(config.seed, series.unique_id, panel)
     series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
@@ -149,7 +215,11 @@ def fit_series_posterior(
 
 
 __all__ = [
+    "EVIDENCE_TRANSFORMS",
     "FittingWindow",
+    "choose_by_evidence",
+    "data_log_evidence",
+    "evidence_transforms",
     "fit_series_posterior",
     "fitting_window",
     "window_stride",

@@ -255,7 +255,7 @@ class AutoGP:
         default to equal.
         """
         model = cls(config, **kwargs)
-        if model.config.data.effective_transform == "auto":
+        if model.config.data.effective_transform in ("auto", "evidence"):
             model.config = model.config.with_overrides({"data.transform": "none"})
         (series,) = read_series(data, model.config, time_col, target_col, None)[:1]
         series, left_out, stride = fitting_window(series, model.config)
