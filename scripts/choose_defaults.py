@@ -377,6 +377,27 @@ def splice(table: pd.DataFrame, below: str, above: str, n: int) -> pd.DataFrame:
     return pd.concat([a, b, rule]).reset_index()
 
 
+def seasonal_log(table: pd.DataFrame, base: str, logged: str) -> pd.DataFrame:
+    """A transform rule from finished runs, without fits: candidate ``logged``'s row on
+    seasonal windows (season > 1) that ``base`` fitted in data units and ``logged`` in log
+    units, ``base``'s row elsewhere, as candidate ``"<base>, seasonal in log units"`` beside
+    both (exact: such a window's fit under the rule is ``logged``'s, the same settings on the
+    same scale). Only windows both candidates have count."""
+    key = ["unique_id", "origin"]
+    a = table[table["candidate"] == base].set_index(key)
+    b = table[table["candidate"] == logged].set_index(key)
+    both = a.index.intersection(b.index)
+    if both.empty:
+        raise ValueError(f"no window has rows of both {base!r} and {logged!r}")
+    a, b = a.loc[both], b.loc[both]
+    swap = ((a["season"] > 1) & (a["transform"] == "data") & (b["transform"] == "log")).to_numpy()
+    rule = a.copy()
+    rule.loc[swap] = b.loc[swap].to_numpy()
+    rule["candidate"] = f"{base}, seasonal in log units"
+    rule["fit_seconds_new"] = 0.0
+    return pd.concat([a, b, rule]).reset_index()
+
+
 def write_summary(out: Path, summary: pd.DataFrame, note: str) -> None:
     """``summary.csv`` and ``summary.md`` (the table under ``note``) in ``out``; printed too."""
     out.mkdir(parents=True, exist_ok=True)
@@ -404,8 +425,11 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--splice", nargs=3, metavar=("BELOW", "ABOVE", "N"), default=None,
                    help="no fits: the length rule 'ABOVE on windows of at least N training "
                    "values, BELOW elsewhere' from the rows of finished runs (--windows files)")
+    p.add_argument("--seasonal-log", nargs=2, metavar=("BASE", "LOG"), default=None,
+                   help="no fits: BASE, except seasonal windows BASE fits in data units, which "
+                   "take LOG's log-unit row (from the rows of finished runs, --windows files)")
     p.add_argument("--windows", nargs="+", type=Path, default=(),
-                   help="windows.csv files of finished runs, for --splice")
+                   help="windows.csv files of finished runs, for --splice and --seasonal-log")
     p.add_argument("--tiny", action="store_true",
                    help="smoke test: 2 short dev series, 1 origin, 2 candidates, a tiny model")
     args = p.parse_args(argv)
@@ -428,6 +452,14 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         # no windows.csv: the rows are the finished runs' own
         write_summary(args.out, summary,
                       f"Length rule spliced from finished runs (no fits). Command: {command}")
+        return summary
+    if args.seasonal_log is not None:
+        base, logged = args.seasonal_log
+        table = seasonal_log(pd.concat([pd.read_csv(f) for f in args.windows],
+                                       ignore_index=True), base, logged)
+        summary = summarise(table)
+        write_summary(args.out, summary,
+                      f"Transform rule from finished runs (no fits). Command: {command}")
         return summary
     series = load_series(args.dev, args.m3, args.seed, args.dev_longest)
     if args.limit is not None:

@@ -122,3 +122,32 @@ def test_longest_series_and_the_window_candidates():
     np.testing.assert_array_equal(fitted(window, {}), y[-DataConfig().window:])
     np.testing.assert_array_equal(fitted(window, {"data.window": 500}), y[-500:])
     np.testing.assert_array_equal(fitted(window, {"data.window": 0}), y)
+
+
+def test_seasonal_log_swaps_only_seasonal_windows_left_in_data_units(tmp_path):
+    """The rule's row of a window is LOG's where the window is seasonal, BASE fitted it in data
+    units and LOG in log units; BASE's everywhere else. Its mean is recomputed here."""
+    rng = np.random.default_rng(1)
+    # (id, season, base's units, log candidate's units): only "b" is swapped
+    cases = (("a", 1, "data", "log"), ("b", 12, "data", "log"), ("c", 12, "log", "log"),
+             ("d", 4, "data", "data"), ("e", 4, "boxcox", "log"))
+    rows = []
+    for name in ("defaults", "transform=log"):
+        for uid, season, base_units, log_units in cases:
+            rows.append({"candidate": name, "unique_id": uid, "origin": 1, "cutoff": 40,
+                         "season": season,
+                         "transform": base_units if name == "defaults" else log_units,
+                         "mase_median": rng.uniform(), "mase_mean": rng.uniform(),
+                         "scaled_crps": rng.uniform(), "coverage_95": rng.uniform(),
+                         "fit_seconds_new": 1.0, "y": json.dumps([0.0]),
+                         "lo_95": json.dumps([-1.0]), "hi_95": json.dumps([1.0])})
+    pd.DataFrame(rows).to_csv(tmp_path / "w.csv", index=False)
+    summary = main(["--seasonal-log", "defaults", "transform=log", "--windows",
+                    str(tmp_path / "w.csv"), "--out", str(tmp_path / "out")])
+    table = pd.DataFrame(rows)
+    pick = [(uid, "transform=log" if uid == "b" else "defaults") for uid, *_ in cases]
+    expected = np.mean([table[(table.unique_id == u) & (table.candidate == c)]
+                        ["scaled_crps"].item() for u, c in pick])
+    rule = summary[summary["candidate"] == "defaults, seasonal in log units"].iloc[0]
+    assert rule["windows"] == 5
+    assert rule["scaled_crps"] == pytest.approx(expected)
