@@ -62,8 +62,9 @@ def test_the_higher_data_evidence_is_kept_and_explained():
             log, log_marginal_likelihood=-10.0 + score_none - score_log + margin)
         kept = choose_by_evidence({"none": none, "log": shifted}, config)
         assert kept.scaler.units == winner
-        other = "none" if winner == "log" else "log"
-        assert f"{other}: " in kept.scaler.transform_reason
+        other = "data" if winner == "log" else "log"
+        assert kept.scaler.transform_reason.startswith(f"fitted in {winner} units")
+        assert f"fitted in {other} units: " in kept.scaler.transform_reason
         assert "transform = 'evidence'" in kept.scaler.transform_reason
     failed = dataclasses.replace(none, log_marginal_likelihood=float("nan"))
     assert choose_by_evidence({"none": failed, "log": log}, config).scaler.log

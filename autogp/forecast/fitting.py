@@ -163,10 +163,12 @@ def choose_by_evidence(fits: dict[str, Posterior], config: Config) -> Posterior:
     scores = {name: data_log_evidence(fit, config) for name, fit in fits.items()}
     finite = {k: v for k, v in scores.items() if np.isfinite(v)}
     best = max(finite, key=finite.get) if finite else next(iter(fits))
-    others = ", ".join(f"{name}: {scores[name]:.1f}" for name in fits if name != best)
-    units = "log units" if fits[best].scaler.log else "data units"
-    reason = (f"fitted in {units}: its log evidence in data units, with the transform's "
-              f"Jacobian, is {scores[best]:.1f} nats (other scales: {others}; "
+    def units(name: str) -> str:
+        return f"{fits[name].scaler.units} units"
+
+    others = ", ".join(f"{units(name)}: {scores[name]:.1f}" for name in fits if name != best)
+    reason = (f"fitted in {units(best)}: its log evidence in data units, with the transform's "
+              f"Jacobian, is {scores[best]:.1f} nats (fitted in {others}; "
               "transform = 'evidence')")
     chosen = fits[best]
     return dataclasses.replace(
