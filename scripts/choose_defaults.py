@@ -356,46 +356,42 @@ def rescore_defaults(table: pd.DataFrame, windows: list[dict]) -> pd.DataFrame:
     return pd.concat([keep, pd.DataFrame(rows)], ignore_index=True)
 
 
+def _rule_rows(table: pd.DataFrame, first: str, second: str, name: str,
+               take_second) -> pd.DataFrame:
+    """Rows of candidates ``first`` and ``second`` on the windows both have, and beside them a
+    rule ``name``: ``second``'s row where ``take_second(first_rows, second_rows)`` (a bool
+    mask over those windows) holds, ``first``'s elsewhere. Exact without fits: with the other
+    settings equal, the rule's fit of a window is one of the two."""
+    key = ["unique_id", "origin"]
+    a = table[table["candidate"] == first].set_index(key)
+    b = table[table["candidate"] == second].set_index(key)
+    both = a.index.intersection(b.index)
+    if both.empty:
+        raise ValueError(f"no window has rows of both {first!r} and {second!r}")
+    a, b = a.loc[both], b.loc[both]
+    swap = np.asarray(take_second(a, b), dtype=bool)
+    rule = a.copy()
+    rule.loc[swap] = b.loc[swap].to_numpy()
+    rule["candidate"] = name
+    rule["fit_seconds_new"] = 0.0
+    return pd.concat([a, b, rule]).reset_index()
+
+
 def splice(table: pd.DataFrame, below: str, above: str, n: int) -> pd.DataFrame:
     """A length rule from finished runs, without fits: candidate ``above``'s row on windows of
     at least ``n`` training values and ``below``'s elsewhere, as candidate
-    ``"<above> from <n> points, <below> below"`` beside both (exact: with the other settings
-    equal, the rule's fit of a window is one of the two, as for ``smc.power_from``). Only
-    windows both candidates have count."""
-    key = ["unique_id", "origin"]
-    a = table[table["candidate"] == below].set_index(key)
-    b = table[table["candidate"] == above].set_index(key)
-    both = a.index.intersection(b.index)
-    if both.empty:
-        raise ValueError(f"no window has rows of both {below!r} and {above!r}")
-    a, b = a.loc[both], b.loc[both]
-    long = (a["cutoff"] >= n).to_numpy()
-    rule = a.copy()
-    rule.loc[long] = b.loc[long].to_numpy()
-    rule["candidate"] = f"{above} from {n} points, {below} below"
-    rule["fit_seconds_new"] = 0.0
-    return pd.concat([a, b, rule]).reset_index()
+    ``"<above> from <n> points, <below> below"`` beside both (as for ``smc.power_from``)."""
+    return _rule_rows(table, below, above, f"{above} from {n} points, {below} below",
+                      lambda a, b: a["cutoff"] >= n)
 
 
 def seasonal_log(table: pd.DataFrame, base: str, logged: str) -> pd.DataFrame:
     """A transform rule from finished runs, without fits: candidate ``logged``'s row on
     seasonal windows (season > 1) that ``base`` fitted in data units and ``logged`` in log
-    units, ``base``'s row elsewhere, as candidate ``"<base>, seasonal in log units"`` beside
-    both (exact: such a window's fit under the rule is ``logged``'s, the same settings on the
-    same scale). Only windows both candidates have count."""
-    key = ["unique_id", "origin"]
-    a = table[table["candidate"] == base].set_index(key)
-    b = table[table["candidate"] == logged].set_index(key)
-    both = a.index.intersection(b.index)
-    if both.empty:
-        raise ValueError(f"no window has rows of both {base!r} and {logged!r}")
-    a, b = a.loc[both], b.loc[both]
-    swap = ((a["season"] > 1) & (a["transform"] == "data") & (b["transform"] == "log")).to_numpy()
-    rule = a.copy()
-    rule.loc[swap] = b.loc[swap].to_numpy()
-    rule["candidate"] = f"{base}, seasonal in log units"
-    rule["fit_seconds_new"] = 0.0
-    return pd.concat([a, b, rule]).reset_index()
+    units, ``base``'s row elsewhere, as candidate ``"<base>, seasonal in log units"``."""
+    return _rule_rows(table, base, logged, f"{base}, seasonal in log units",
+                      lambda a, b: (a["season"] > 1) & (a["transform"] == "data")
+                      & (b["transform"] == "log"))
 
 
 def write_summary(out: Path, summary: pd.DataFrame, note: str) -> None:
