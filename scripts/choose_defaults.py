@@ -34,10 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autogp import AutoGP  # noqa: E402
-from autogp.config import load_config  # noqa: E402
+from autogp.config import engine_settings, load_config  # noqa: E402
 from autogp.data import from_arrays  # noqa: E402
 from autogp.data.seasons import with_frequency  # noqa: E402
-from autogp.data.transform import choose_transform  # noqa: E402
+from autogp.data.transform import boxcox_log_jacobian, choose_transform  # noqa: E402
 from autogp.experiments.scoring import scaled_crps  # noqa: E402
 from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
 from autogp.forecast.fitting import (  # noqa: E402
@@ -181,6 +181,27 @@ def make_windows(series: list[dict], origins: int) -> list[dict]:
     return windows
 
 
+def second_half_log_evidence(fit, config) -> float:
+    """The part of a fit's data-unit evidence earned on the second half of its points: the
+    SMC's log evidence after the last round on at most half of them subtracted from the final
+    one (the rounds' predictive scores of the later points, each block forecast by particles
+    fitted to the points before it), plus eta times the log Jacobian over those points. NaN
+    where no round had at most half the points."""
+    counts = [c[0] for c in fit.history.get("count", [])]
+    log_z = [z[0] for z in fit.history.get("log_evidence", [])]
+    n = fit.series.n
+    early = [i for i, c in enumerate(counts) if c <= n / 2]
+    if not early or len(log_z) != len(counts):
+        return float("nan")
+    r = early[-1]
+    y = fit.series.y[counts[r]:]
+    s = fit.scaler
+    jacobian = -y.size * np.log(s.value_scale) + float(
+        np.sum(boxcox_log_jacobian(y, s.boxcox_lambda)))
+    eta = engine_settings(config)[1].power_for(n)
+    return float(fit.log_marginal_likelihood - log_z[r] + eta * jacobian)
+
+
 def _fitted_transforms(window: dict, overrides: dict) -> list[float | None]:
     """The Box-Cox lambdas (None: none, 0: log) a candidate fits this window with: one, decided
     from the window's training values as the model decides it, or under ``transform =
@@ -259,6 +280,8 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
             cache[(base_key, lam, uid)] = {
                 "units": model.fits[uid].scaler.units,
                 "evidence": data_log_evidence(model.fits[uid], model.config),
+                "evidence_second_half": second_half_log_evidence(model.fits[uid],
+                                                                 model.config),
                 "q": {tau: qs[quantile_column(tau)].to_numpy() for tau in QUANTILES},
                 "mean": mean.to_numpy(),
             }
@@ -276,6 +299,8 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
             "transform": hit["units"],
             "log_evidence": hit["evidence"],
             "log_evidence_by_units": json.dumps({h["units"]: h["evidence"] for h in hits}),
+            "second_half_by_units": json.dumps(
+                {h["units"]: h["evidence_second_half"] for h in hits}),
             "mase_median": mase(y, q[0.5], y_train, w["season"]),
             "mase_mean": mase(y, hit["mean"], y_train, w["season"]),
             "scaled_crps": scaled_crps(y, q),

@@ -14,7 +14,7 @@ from scipy.stats import multivariate_normal
 
 from autogp.config import engine_settings, load_config
 from autogp.inference import resampling, smc
-from autogp.kernels import spec, to_text, unpack
+from autogp.kernels import spec, to_text, unpack, unpack_one
 from tests.enumerate_trees import enumerate_trees
 from tests.reference_numpy import gram_numpy
 
@@ -252,3 +252,26 @@ def test_periodogram_finds_known_periods_on_irregular_times():
     # A flat or too short series has no peaks (the proposal then falls back to the prior).
     assert len(candidate_periods(x, np.ones_like(x))[0]) == 0
     assert len(candidate_periods(x[:5], y[:5])[0]) == 0
+
+
+def test_running_evidence_is_the_exact_prefix_likelihood_of_a_fixed_particle():
+    """history["log_evidence"][r] is the log evidence after round r. With one particle that
+    neither moves nor is refined it is the exact GP log density of the first counts[r] points
+    under that particle's kernel (the increments telescope): checked against scipy."""
+    # No period proposal: its importance weight p/q would enter the evidence too.
+    cfg = load_config({"smc": {"num_particles": 1, "num_rounds": 5, "structure_moves": 0,
+                               "period_proposal": 0},
+                       "refine": {"mode": "optimize", "steps": 0}})
+    rng = np.random.default_rng(4)
+    x = np.linspace(0, 1, 30)
+    y = np.sin(7 * x) + 0.2 * rng.normal(size=30)
+    result = smc.run_smc(x, y, *engine_settings(cfg), key=jax.random.key(5))
+    kernel = unpack_one(result.ops[0], result.params[0])
+    K = gram_numpy(kernel, x, x) + math.exp(result.noise[0]) * np.eye(30)
+    counts = [c[0] for c in result.history["count"]]
+    running = [z[0] for z in result.history["log_evidence"]]
+    assert counts == [6, 12, 18, 24, 30] and len(running) == 5
+    for c, log_z in zip(counts, running, strict=True):
+        exact = multivariate_normal(np.zeros(c), K[:c, :c]).logpdf(y[:c])
+        assert log_z == pytest.approx(exact, rel=1e-8, abs=1e-8)
+    assert running[-1] == pytest.approx(result.log_marginal_likelihood, rel=1e-12)

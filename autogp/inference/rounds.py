@@ -561,7 +561,7 @@ def run_rounds(
 ) -> tuple[SMCState, dict[str, list]]:
     """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
     counts = np.asarray(counts, dtype=np.int32)
-    history: dict[str, list] = {name: [] for name in (*_DIAGNOSTICS, "count")}
+    history: dict[str, list] = {name: [] for name in (*_DIAGNOSTICS, "count", "log_evidence")}
     sizes = round_sizes(settings, counts, data.x.shape[1])
     prepare_programs(grammar, settings, data, counts, num_particles=state.noise.shape[1],
                      num_inducing=num_inducing, init=False)
@@ -574,6 +574,8 @@ def run_rounds(
         for name, value in diag.items():
             history[name].append(np.asarray(value).tolist())
         history["count"].append(counts[r].tolist())
+        # the running log evidence: its differences are the rounds' predictive log scores
+        history["log_evidence"].append(np.asarray(state.log_evidence).tolist())
         if callback is not None:
             callback(r + 1, len(counts))
     return state, history
