@@ -37,13 +37,14 @@ from autogp import AutoGP  # noqa: E402
 from autogp.config import engine_settings, load_config  # noqa: E402
 from autogp.data import from_arrays  # noqa: E402
 from autogp.data.seasons import with_frequency  # noqa: E402
-from autogp.data.transform import boxcox_log_jacobian, choose_transform  # noqa: E402
+from autogp.data.transform import choose_transform  # noqa: E402
 from autogp.experiments.scoring import scaled_crps  # noqa: E402
 from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
 from autogp.forecast.fitting import (  # noqa: E402
     data_log_evidence,
     evidence_transforms,
     fitting_window,
+    normalisation_log_jacobian,
 )
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
 
@@ -194,10 +195,7 @@ def second_half_log_evidence(fit, config) -> float:
     if not early or len(log_z) != len(counts):
         return float("nan")
     r = early[-1]
-    y = fit.series.y[counts[r]:]
-    s = fit.scaler
-    jacobian = -y.size * np.log(s.value_scale) + float(
-        np.sum(boxcox_log_jacobian(y, s.boxcox_lambda)))
+    jacobian = normalisation_log_jacobian(fit.scaler, fit.series.y[counts[r]:])
     eta = engine_settings(config)[1].power_for(n)
     return float(fit.log_marginal_likelihood - log_z[r] + eta * jacobian)
 
@@ -210,12 +208,12 @@ def _fitted_transforms(window: dict, overrides: dict) -> list[float | None]:
         config = load_config(None, overrides)
         modes = evidence_transforms(fitting_window(window["series"], config).series, config)
         if modes:
-            return [_transform_settings_lambda(m) for m in modes]
+            return [_lambda_of(m) for m in modes]
         return [None]
     return [_resolved_transform(window, overrides)]
 
 
-def _transform_settings_lambda(mode: str) -> float | None:
+def _lambda_of(mode: str) -> float | None:
     return {"none": None, "log": 0.0}[mode]
 
 

@@ -128,17 +128,23 @@ def seasonal_periods(series: TimeSeries, scaler: Scaler) -> list[float] | None:
     return [float(p / scaler.time_scale) for p in periods]
 
 
+def normalisation_log_jacobian(scaler: Scaler, y: np.ndarray) -> float:
+    """``sum log |dz/dy|`` over values ``y`` for z = ``scaler.forward_y(y)``: the transform's
+    and the z-scoring's (densities of z times this are densities of y)."""
+    y = np.asarray(y, dtype=np.float64)
+    return -y.size * math.log(scaler.value_scale) + float(
+        np.sum(boxcox_log_jacobian(y, scaler.boxcox_lambda)))
+
+
 def data_log_evidence(posterior: Posterior, config: Config) -> float:
     """The fit's log evidence in data units: the SMC's estimate of log p(z) for the normalised
     values z, plus the log Jacobian of the normalisation and transform over the fitted points
     (times the series' learning rate eta: a power posterior's evidence is of p(y | theta)^eta).
     Fits of one series on different scales are compared by it."""
-    s = posterior.scaler
     y = posterior.series.y
-    jacobian = -y.size * math.log(s.value_scale) + float(
-        np.sum(boxcox_log_jacobian(y, s.boxcox_lambda)))
     eta = engine_settings(config)[1].power_for(y.size)
-    return float(posterior.log_marginal_likelihood) + eta * jacobian
+    return float(posterior.log_marginal_likelihood) + eta * normalisation_log_jacobian(
+        posterior.scaler, y)
 
 
 #: The scales ``data.transform = "evidence"`` fits a positive series on.
@@ -224,6 +230,7 @@ __all__ = [
     "evidence_transforms",
     "fit_series_posterior",
     "fitting_window",
+    "normalisation_log_jacobian",
     "window_stride",
     "num_inducing",
     "seasonal_periods",
