@@ -44,7 +44,6 @@ from autogp.forecast.fitting import (  # noqa: E402
     data_log_evidence,
     evidence_transforms,
     fitting_window,
-    normalisation_log_jacobian,
 )
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
 
@@ -195,7 +194,7 @@ def second_half_log_evidence(fit, config) -> float:
     if not early or len(log_z) != len(counts):
         return float("nan")
     r = early[-1]
-    jacobian = normalisation_log_jacobian(fit.scaler, fit.series.y[counts[r]:])
+    jacobian = float(np.sum(fit.scaler.forward_y_log_jacobian(fit.series.y[counts[r]:])))
     eta = engine_settings(config)[1].power_for(n)
     return float(fit.log_marginal_likelihood - log_z[r] + eta * jacobian)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from autogp.data.errors import DataError
-from autogp.data.transform import boxcox, inv_boxcox
+from autogp.data.transform import boxcox, boxcox_log_jacobian, inv_boxcox
 
 
 def _finite_1d(x: Any, name: str) -> np.ndarray:
@@ -153,6 +153,12 @@ class Scaler:
     def forward_y(self, y: Any) -> np.ndarray:
         """Data values -> normalised values."""
         return (self.transform_y(y) - self.value_offset) / self.value_scale
+
+    def forward_y_log_jacobian(self, y: Any) -> np.ndarray:
+        """``log |d forward_y / dy|`` at each value of ``y`` (the transform's and the
+        z-scoring's): a density of the normalised values plus this is a density of ``y``."""
+        y = np.asarray(y, dtype=np.float64)
+        return boxcox_log_jacobian(y, self.boxcox_lambda) - np.log(self.value_scale)
 
     def to_transformed(self, z: Any) -> np.ndarray:
         """Normalised values -> transformed units (the affine map only)."""

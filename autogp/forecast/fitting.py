@@ -21,7 +21,7 @@ import numpy as np
 from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
 from autogp.data.seasons import candidate_periods
-from autogp.data.transform import boxcox_log_jacobian, choose_transform
+from autogp.data.transform import choose_transform
 from autogp.evaluator.sparse import inducing_points_for
 from autogp.forecast.metrics import seasonality
 from autogp.inference import smc
@@ -128,14 +128,6 @@ def seasonal_periods(series: TimeSeries, scaler: Scaler) -> list[float] | None:
     return [float(p / scaler.time_scale) for p in periods]
 
 
-def normalisation_log_jacobian(scaler: Scaler, y: np.ndarray) -> float:
-    """``sum log |dz/dy|`` over values ``y`` for z = ``scaler.forward_y(y)``: the transform's
-    and the z-scoring's (densities of z times this are densities of y)."""
-    y = np.asarray(y, dtype=np.float64)
-    return -y.size * math.log(scaler.value_scale) + float(
-        np.sum(boxcox_log_jacobian(y, scaler.boxcox_lambda)))
-
-
 def data_log_evidence(posterior: Posterior, config: Config) -> float:
     """The fit's log evidence in data units: the SMC's estimate of log p(z) for the normalised
     values z, plus the log Jacobian of the normalisation and transform over the fitted points
@@ -143,8 +135,8 @@ def data_log_evidence(posterior: Posterior, config: Config) -> float:
     Fits of one series on different scales are compared by it."""
     y = posterior.series.y
     eta = engine_settings(config)[1].power_for(y.size)
-    return float(posterior.log_marginal_likelihood) + eta * normalisation_log_jacobian(
-        posterior.scaler, y)
+    jacobian = float(np.sum(posterior.scaler.forward_y_log_jacobian(y)))
+    return float(posterior.log_marginal_likelihood) + eta * jacobian
 
 
 #: The scales ``data.transform = "evidence"`` fits a positive series on.
@@ -169,6 +161,7 @@ def choose_by_evidence(fits: dict[str, Posterior], config: Config) -> Posterior:
     scores = {name: data_log_evidence(fit, config) for name, fit in fits.items()}
     finite = {k: v for k, v in scores.items() if np.isfinite(v)}
     best = max(finite, key=finite.get) if finite else next(iter(fits))
+
     def units(name: str) -> str:
         return f"{fits[name].scaler.units} units"
 
@@ -230,7 +223,6 @@ __all__ = [
     "evidence_transforms",
     "fit_series_posterior",
     "fitting_window",
-    "normalisation_log_jacobian",
     "window_stride",
     "num_inducing",
     "seasonal_periods",

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from autogp.data import DataError, Scaler, TimeSeries
-from autogp.data.transform import boxcox_log_jacobian, inverse_mean
+from autogp.data.transform import inverse_mean
 from autogp.evaluator import gram, posterior_predictive, robust_cholesky
 from autogp.evaluator.linalg import cho_solve
 from autogp.evaluator.sparse import sparse_posterior_predictive, sparse_weights
@@ -299,7 +299,7 @@ class Posterior:
                 "positive values"
             )
         z = s.forward_y(y)
-        jac = -math.log(s.value_scale) + boxcox_log_jacobian(y, s.boxcox_lambda)
+        jac = s.forward_y_log_jacobian(y)
         if joint:
             mean, cov = self.predictive(t_new, include_noise=True, full_cov=True)
             value = mixture_joint_logpdf(self.log_weights, mean, cov, z)
