@@ -67,6 +67,9 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
     "particles=32": {"smc.num_particles": 32},
+    # Four times the particles: the posterior of a short series with less Monte Carlo error
+    # (spliced below 60 points with --splice, where a fit costs little more).
+    "particles=64": {"smc.num_particles": 64},
     # A power posterior (SafeBayes learning rate): flatter weights over structures, on every
     # series (power_from = 0); power60=...: on series of at least 60 points (smc.power_from).
     # The defaults are power60=0.5 (chosen in the seventh run); eta=1 is the Bayesian posterior.
@@ -361,21 +364,27 @@ def to_markdown(summary: pd.DataFrame, note: str) -> str:
 
 
 def rescore_defaults(table: pd.DataFrame, windows: list[dict]) -> pd.DataFrame:
-    """Rebuild the ``defaults`` rows of a finished run from its ``transform=none`` and
-    ``transform=log`` rows under the current ``auto`` rule (exact: with the other settings
-    equal, auto's fit of a window is the none or the log fit); windows where auto picks a
-    Box-Cox lambda in (0, 1) need a fit of their own and are left out (counted in the note)."""
+    """Rebuild the ``defaults`` rows of a finished run under the current ``auto`` rule, from its
+    ``transform=none`` and ``transform=log`` rows (exact: with the other settings equal, auto's
+    fit of a window is the none or the log fit). A window where auto picks a Box-Cox lambda in
+    (0, 1) keeps the run's own defaults row if that was a Box-Cox fit too (Guerrero's lambda
+    is a function of the window's values), else it needs a fit of its own and is left out
+    (counted in the note). The run's old defaults rows stay beside them, as candidate
+    ``"defaults before"``."""
+    old = table[table["candidate"] == "defaults"]
     keep = table[table["candidate"] != "defaults"]
     rows = []
     for w in windows:
         lam = _resolved_transform(w, {})
-        source = {None: "transform=none", 0.0: "transform=log"}.get(lam)
-        match = keep[(keep["candidate"] == source) & (keep["unique_id"] == w["uid"])
-                     & (keep["origin"] == w["origin"])]
-        if source is None or match.empty:
+        source = {None: "transform=none", 0.0: "transform=log"}.get(lam, "defaults")
+        pool = old[old["transform"] == "boxcox"] if source == "defaults" else keep
+        match = pool[(pool["candidate"] == source) & (pool["unique_id"] == w["uid"])
+                     & (pool["origin"] == w["origin"])]
+        if match.empty:
             continue
         rows.append(match.iloc[0].to_dict() | {"candidate": "defaults", "fit_seconds_new": 0.0})
-    return pd.concat([keep, pd.DataFrame(rows)], ignore_index=True)
+    before = old.assign(candidate="defaults before", fit_seconds_new=0.0)
+    return pd.concat([pd.DataFrame(rows), keep, before], ignore_index=True)
 
 
 def _rule_rows(table: pd.DataFrame, first: str, second: str, name: str,

@@ -151,3 +151,31 @@ def test_seasonal_log_swaps_only_seasonal_windows_left_in_data_units(tmp_path):
     rule = summary[summary["candidate"] == "defaults, seasonal in log units"].iloc[0]
     assert rule["windows"] == 5
     assert rule["scaled_crps"] == pytest.approx(expected)
+
+
+def test_rescore_takes_each_window_from_the_fit_the_current_rule_makes(monkeypatch):
+    """Under the current auto rule a window's defaults row is the none fit's, the log fit's, or
+    (Box-Cox lambda in (0, 1)) the run's own Box-Cox defaults row; a Box-Cox window whose old
+    row was not a Box-Cox fit is left out. The old rows stay as "defaults before"."""
+    cd = choose_defaults
+    lam_of = {"a": None, "b": 0.0, "c": 0.4, "d": 0.4}
+    old_units = {"a": "log", "b": "data", "c": "boxcox", "d": "data"}
+    rows = []
+    for name in ("defaults", "transform=none", "transform=log"):
+        for uid in lam_of:
+            units = {"defaults": old_units[uid], "transform=none": "data",
+                     "transform=log": "log"}[name]
+            rows.append({"candidate": name, "unique_id": uid, "origin": 1, "transform": units,
+                         "scaled_crps": len(rows), "fit_seconds_new": 5.0})
+    table = pd.DataFrame(rows)
+    monkeypatch.setattr(cd, "_resolved_transform", lambda w, overrides: lam_of[w["uid"]])
+    out = cd.rescore_defaults(table, [{"uid": uid, "origin": 1} for uid in lam_of])
+    new = out[out["candidate"] == "defaults"].set_index("unique_id")
+    assert sorted(new.index) == ["a", "b", "c"]
+    source = {"a": "transform=none", "b": "transform=log", "c": "defaults"}
+    for uid, name in source.items():
+        expected = table[(table.candidate == name) & (table.unique_id == uid)]
+        assert new.loc[uid, "scaled_crps"] == expected["scaled_crps"].item()
+    assert (new["fit_seconds_new"] == 0.0).all()
+    before = out[out["candidate"] == "defaults before"]
+    assert list(before["scaled_crps"]) == list(table[table.candidate == "defaults"]["scaled_crps"])
