@@ -14,6 +14,8 @@ from scipy.special import inv_boxcox as scipy_inv_boxcox
 
 from autogp.data import DataError, Scaler
 from autogp.data.transform import (
+    LOG_SEASONS,
+    NONE_RATIO,
     boxcox,
     boxcox_log_jacobian,
     choose_transform,
@@ -110,7 +112,24 @@ def test_auto_picks_none_for_constant_variance():
     rng = np.random.default_rng(3)
     t = np.arange(144)
     y = 100 + 0.8 * t + 10 * np.sin(2 * np.pi * t / 12) + rng.normal(0, 2, t.size)
-    assert choose_transform(y, 12).lam is None
+    # A season outside LOG_SEASONS (here: one week of days, the same values) keeps the verdict.
+    assert choose_transform(y, 7).lam is None
+    assert "does not grow" in choose_transform(y, 7).reason
+
+
+@pytest.mark.parametrize("period", sorted(LOG_SEASONS))
+def test_monthly_and_quarterly_series_are_logged_where_guerrero_says_none(period):
+    rng = np.random.default_rng(3)
+    t = np.arange(12 * period)
+    y = 100 + 0.8 * t + 10 * np.sin(2 * np.pi * t / period) + rng.normal(0, 2, t.size)
+    lam = guerrero_lambda(y, period)
+    assert guerrero_cv(y, 1.0, period) <= NONE_RATIO * guerrero_cv(y, min(max(lam, 0), 1), period)
+    choice = choose_transform(y, period)
+    assert choice.lam == 0.0 and "monthly and quarterly" in choice.reason
+    # Fewer than three seasons, or a value <= 0: still data units.
+    assert choose_transform(y[: 3 * period - 1], period).lam is None
+    y[5] = 0.0
+    assert choose_transform(y, period).lam is None
 
 
 def test_auto_picks_log_for_a_multiplicative_series():
