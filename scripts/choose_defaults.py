@@ -25,6 +25,7 @@ import json
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -138,15 +139,21 @@ def training_windows(n: int, h: int, origins: int, min_train: int) -> list[tuple
     return out
 
 
-def load_series(dev: int, m3: int, seed: int, longest: int = 0) -> list[dict]:
+def load_series(dev: int, m3: int, seed: int, longest: int = 0,
+                ids: Sequence[str] = ()) -> list[dict]:
     """Series as dicts (uid, freq, stamps, values of the TRAIN part): the ``dev`` shortest
     development-panel series with at least 30 training values (the ``longest`` longest
-    instead, when given), and ``m3`` M3 monthly series drawn with ``seed``."""
+    instead, when given, or the series named in ``ids``), and ``m3`` M3 monthly series drawn
+    with ``seed``."""
     out = []
-    if dev or longest:
+    if dev or longest or ids:
         train = read_train(DATA / "dev_panel.csv.gz").dropna(subset=["y"])
         sizes = train.groupby("unique_id").size().sort_values(kind="stable")
-        chosen = sizes.index[-longest:] if longest else sizes[sizes >= 30].index[:dev]
+        unknown = sorted(set(ids) - set(sizes.index))
+        if unknown:
+            raise ValueError(f"--ids: no development-panel series named {unknown}")
+        chosen = (list(ids) if ids else sizes.index[-longest:] if longest
+                  else sizes[sizes >= 30].index[:dev])
         for uid in chosen:
             g = train[train["unique_id"] == uid]
             out.append({"uid": uid, "freq": g["freq"].iloc[0], "ds": g["ds"].to_numpy(),
@@ -438,6 +445,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--dev", type=int, default=12, help="shortest development-panel series")
     p.add_argument("--dev-longest", type=int, default=0,
                    help="the longest development-panel series instead of the shortest")
+    p.add_argument("--ids", nargs="+", default=(),
+                   help="these development-panel series instead of the shortest or longest")
     p.add_argument("--m3", type=int, default=4, help="M3 monthly series (seeded draw)")
     p.add_argument("--limit", type=int, default=None, help="at most this many series in all")
     p.add_argument("--origins", type=int, default=2, help="forecast origins per series")
@@ -488,7 +497,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         write_summary(args.out, summary,
                       f"Transform rule from finished runs (no fits). Command: {command}")
         return summary
-    series = load_series(args.dev, args.m3, args.seed, args.dev_longest)
+    series = load_series(args.dev, args.m3, args.seed, args.dev_longest, args.ids)
     if args.limit is not None:
         series = series[: args.limit]
     windows = make_windows(series, args.origins)
@@ -506,7 +515,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     summary = summarise(table)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "windows.csv", index=False)
-    dev = f"the {args.dev_longest} longest" if args.dev_longest else str(args.dev)
+    dev = (", ".join(args.ids) if args.ids else
+           f"the {args.dev_longest} longest" if args.dev_longest else str(args.dev))
     note = (f"Rolling-origin validation on training data only: {len(series)} series "
             f"({dev} development-panel, {args.m3} M3 monthly), {args.origins} origins each, "
             f"{len(windows)} windows; seed {args.seed}. Command: {command}")

@@ -124,6 +124,20 @@ def test_longest_series_and_the_window_candidates():
     np.testing.assert_array_equal(fitted(window, {"data.window": 0}), y)
 
 
+def test_ids_pick_the_named_series_with_their_training_values():
+    """--ids loads exactly the named development series, train rows only, in the given order;
+    an unknown name is an error that names it."""
+    panel = pd.read_csv(PANEL)
+    names = ["fpp3.canadian_gas", "datasets.airmiles"]
+    series = choose_defaults.load_series(0, 0, 0, ids=names)
+    assert [s["uid"] for s in series] == names
+    for s in series:
+        rows = panel[(panel["unique_id"] == s["uid"]) & (panel["split"] == "train")]
+        np.testing.assert_array_equal(s["y"], rows["y"].dropna().to_numpy())
+    with pytest.raises(ValueError, match="no.such.series"):
+        choose_defaults.load_series(0, 0, 0, ids=["no.such.series"])
+
+
 def test_seasonal_log_swaps_only_seasonal_windows_left_in_data_units(tmp_path):
     """The rule's row of a window is LOG's where the window is seasonal, BASE fitted it in data
     units and LOG in log units; BASE's everywhere else. Its mean is recomputed here."""

@@ -14,6 +14,7 @@ from scipy.special import inv_boxcox as scipy_inv_boxcox
 
 from autogp.data import DataError, Scaler
 from autogp.data.transform import (
+    LOG_RULE_MAX_VALUES,
     LOG_SEASONS,
     NONE_RATIO,
     boxcox,
@@ -126,8 +127,17 @@ def test_monthly_and_quarterly_series_are_logged_where_guerrero_says_none(period
     assert guerrero_cv(y, 1.0, period) <= NONE_RATIO * guerrero_cv(y, min(max(lam, 0), 1), period)
     choice = choose_transform(y, period)
     assert choice.lam == 0.0 and "monthly and quarterly" in choice.reason
-    # Fewer than three seasons, or a value <= 0: still data units.
+    # Fewer than three seasons, more than LOG_RULE_MAX_VALUES values, or a value <= 0: still
+    # data units (the same kind of series, long, with Guerrero's verdict checked again).
     assert choose_transform(y[: 3 * period - 1], period).lam is None
+    t_long = np.arange(LOG_RULE_MAX_VALUES + 1)
+    y_long = (100 + 0.8 * t_long + 10 * np.sin(2 * np.pi * t_long / period)
+              + rng.normal(0, 2, t_long.size))
+    lam_long = guerrero_lambda(y_long, period)
+    assert guerrero_cv(y_long, 1.0, period) <= NONE_RATIO * guerrero_cv(
+        y_long, min(max(lam_long, 0), 1), period)
+    assert choose_transform(y_long, period).lam is None
+    assert choose_transform(y_long[-LOG_RULE_MAX_VALUES:], period).lam == 0.0
     y[5] = 0.0
     assert choose_transform(y, period).lam is None
 

@@ -22,7 +22,7 @@ class DataConfig:
         "auto",
         "variance-stabilising transform of y: 'auto' (log or Box-Cox when the training data's "
         "seasonal swing grows with the level, by Guerrero's method, and log for monthly and "
-        "quarterly series of three seasons or more; never for values <= 0), "
+        "quarterly series of three seasons to 150 values; never for values <= 0), "
         "'none', 'log', 'boxcox' (lambda from data.boxcox_lambda or estimated), or "
         "'evidence' (fit a positive series in data and in log units, keep the fit with the "
         "higher evidence in data units; twice the cost)",
