@@ -56,7 +56,7 @@ RQ_COMPONENTS = 3
 #: States of the atoms that are exact linear-Gaussian state-space models, and of the
 #: approximated ones under the orders above. WN has no state (it is observation noise).
 ATOM_STATES = {
-    "CONST": 1, "LIN": 2, "BM": 1, "IBM": 2, "WN": 0,
+    "CONST": 1, "LIN": 2, "BM": 1, "IBM": 2, "IOU": 2, "WN": 0,
     "M12": 1, "M32": 2, "M52": 3, "M72": 4,
     "SE": SE_ORDER, "GE": SE_ORDER, "RQ": RQ_COMPONENTS * SE_ORDER,
     "PER": 2 * (PER_HARMONICS + 1),

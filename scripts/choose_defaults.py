@@ -65,6 +65,7 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # Integrated Brownian motion (a trend whose slope wanders; forecast variance ~ h^3).
     "IBM=6": {"grammar.weights.IBM": 6.0},
     "IBM=3": {"grammar.weights.IBM": 3.0},
+    "IOU=6": {"grammar.weights.IOU": 6.0},
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
     "particles=32": {"smc.num_particles": 32},

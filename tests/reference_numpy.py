@@ -16,6 +16,7 @@ from autogp.kernels import (
     Brownian,
     ChangePoint,
     Const,
+    DampedTrend,
     IntegratedBrownian,
     Kernel,
     Linear,
@@ -70,6 +71,14 @@ def gram_numpy(expr: Kernel, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         lo = np.clip(np.minimum(t, s) - expr.origin, 0.0, None)
         hi = np.where(lo > 0, np.maximum(t, s) - expr.origin, 0.0)
         return expr.amp * lo**2 * (3.0 * hi - lo) / 6.0
+    if isinstance(expr, DampedTrend):
+        # The integral of a stationary OU slope (correlation time l) from `origin`:
+        # amp * int_0^s int_0^u exp(-|a - b| / l) db da, written out.
+        lo = np.clip(np.minimum(t, s) - expr.origin, 0.0, None)
+        hi = np.where(lo > 0, np.maximum(t, s) - expr.origin, 0.0)
+        l = expr.l
+        inner = 1.0 - np.exp(-lo / l) + np.exp(-(hi - lo) / l) - np.exp(-hi / l)
+        return expr.amp * np.where(lo > 0, 2.0 * l * lo - l**2 * inner, 0.0)
     if isinstance(expr, Sum):
         return gram_numpy(expr.left, x1, x2) + gram_numpy(expr.right, x1, x2)
     if isinstance(expr, Product):

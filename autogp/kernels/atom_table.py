@@ -456,8 +456,70 @@ IBM_ROW = AtomRow(
 )  # fmt: skip
 
 
+# --- IOU: integrated Ornstein-Uhlenbeck, a damped trend ------------------------------------------
+# The integral from ``origin`` of a stationary OU slope with correlation time l: with
+# s = min(t, t') - origin, u = max(t, t') - origin (0 where s <= 0),
+#   k = amp * (2 l s - l^2 (1 - e^{-s/l} + e^{-(u-s)/l} - e^{-u/l})).
+# Its forecasts carry the recent slope on and let it fade over about l (the damped trend of
+# exponential smoothing, Gardner and McKenzie): LIN from origin as l -> infinity (amp * s u), BM
+# with rate 2 amp l as l -> 0.
+IOU: Final = 17
+
+
+def _iou_terms(theta, t1, t2):
+    """``s``, ``u`` as for IBM, where the trend has begun, and ``e^{-s/l}``, ``e^{-u/l}``,
+    ``e^{-(u-s)/l}``."""
+    s, u, begun = _ibm_elapsed(theta, t1, t2)
+    l = theta[1]
+    return s, u, begun, jnp.exp(-s / l), jnp.exp(-u / l), jnp.exp(-(u - s) / l)
+
+
+def iou_value(theta, t1, t2):
+    s, u, begun, es, eu, ed = _iou_terms(theta, t1, t2)
+    l = theta[1]
+    # 1 - e^{-s/l} + e^{-(u-s)/l} - e^{-u/l} = (1 - e^{-s/l}) (1 + e^{-(u-s)/l})
+    g = 2.0 * l * s + l * l * jnp.expm1(-s / l) * (1.0 + ed)
+    return theta[2] * jnp.where(begun, g, 0.0)
+
+
+def iou_vjp(theta, t1, t2, cot):
+    s, u, begun, es, eu, ed = _iou_terms(theta, t1, t2)
+    l, amp = theta[1], theta[2]
+    c = jnp.where(begun, cot, 0.0)
+    bracket = -jnp.expm1(-s / l) * (1.0 + ed)
+    g = 2.0 * l * s - l * l * bracket
+    # dg/d origin = -(dg/ds + dg/du) = -l (2 - e^{-s/l} - e^{-u/l});
+    # dg/dl = 2 s - 2 l bracket + s e^{-s/l} - (u - s) e^{-(u-s)/l} + u e^{-u/l}.
+    d_origin = -l * (2.0 - es - eu)
+    d_l = 2.0 * s - 2.0 * l * bracket + s * es - (u - s) * ed + u * eu
+    d = sums(c * d_origin, c * d_l, c * g)
+    return gradient(amp * d[0], amp * d[1], d[2])
+
+
+IOU_ROW = AtomRow(
+    opcode=IOU, name="IOU", class_name="DampedTrend",
+    title="integrated Ornstein-Uhlenbeck: a damped trend",
+    formula=(
+        "Integrated Ornstein-Uhlenbeck process from ``origin``: the integral of a stationary\n"
+        "slope with correlation time l. With s = min(t, t') - origin and u = max(t, t') - origin,\n"
+        "k(t, t') = amp * (2 l s - l^2 (1 - e^{-s/l} + e^{-(u-s)/l} - e^{-u/l})) where s > 0,\n"
+        "else 0.\n\n"
+        "Non-stationary: its forecasts carry the recent slope on and let it fade over about l,\n"
+        "the damped trend of exponential smoothing. As l grows it becomes LIN from ``origin``\n"
+        "(amp * s * u); as l shrinks, BM with variance 2 amp l per unit time."
+    ),
+    params=(
+        ORIGIN,
+        LENGTH,  # how long the slope persists
+        AMP.with_units(-2, 2),  # the slope's variance: value^2 / time^2
+    ),
+    split=2, value=iou_value, vjp=iou_vjp, stationary=False, role="level",
+    reading=lambda p, words: f"trend whose slope fades over ~{words.length(p['l'])}",
+)  # fmt: skip
+
+
 #: Every atom, in opcode order.
 ROWS: Final = (
     CONST_ROW, LIN_ROW, SE_ROW, GE_ROW, PER_ROW, WN_ROW, M12_ROW, M32_ROW, M52_ROW, RQ_ROW, BM_ROW,
-    M72_ROW, IBM_ROW,
+    M72_ROW, IBM_ROW, IOU_ROW,
 )  # fmt: skip
