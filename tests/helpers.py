@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -159,3 +160,24 @@ def small_smc_problem(lengths: Sequence[int], particles: int, *, regular: bool,
     state = rounds.init_state(grammar, len(lengths), particles,
                               key=jax.random.key(1 if regular else 2))
     return grammar, settings, data, state
+
+
+def kalman_first_state(x, y, step, m0, P0, origin, noise_var, x_new):
+    """A Kalman filter whose first state is observed with noise ``noise_var`` at the sorted times
+    ``x``: the state starts at ``(m0, P0)`` at ``origin`` and ``step(m, P, d)`` moves its mean and
+    covariance over a time step ``d``. Returns the log likelihood of ``y`` and the first state's
+    forecast mean and variance at ``x_new`` (beyond the data)."""
+    m, P, t_prev, loglik = np.asarray(m0, float), np.asarray(P0, float), origin, 0.0
+    for t, obs in zip(x, y, strict=True):
+        m, P = step(m, P, t - t_prev)
+        t_prev = t
+        s = P[0, 0] + noise_var
+        loglik += -0.5 * (math.log(2 * math.pi * s) + (obs - m[0]) ** 2 / s)
+        gain = P[:, 0] / s
+        m, P = m + gain * (obs - m[0]), P - np.outer(gain, P[0, :])
+    means, variances = [], []
+    for t in x_new:
+        mf, Pf = step(m, P, t - x[-1])
+        means.append(mf[0])
+        variances.append(Pf[0, 0])
+    return loglik, np.array(means), np.array(variances)

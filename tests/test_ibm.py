@@ -21,7 +21,11 @@ from autogp.evaluator.likelihood import BASE_JITTER
 from autogp.forecast import explain
 from autogp.inference import grammar as gr
 from autogp.kernels import IntegratedBrownian, pack, parse, spec, structure, to_text, unpack
-from tests.helpers import assert_allclose, assert_atom_vjp_matches_finite_differences
+from tests.helpers import (
+    assert_allclose,
+    assert_atom_vjp_matches_finite_differences,
+    kalman_first_state,
+)
 from tests.reference_numpy import gram_numpy
 
 IBM = spec.OPCODE_OF_NAME["IBM"]
@@ -90,26 +94,13 @@ def kalman_local_linear_trend(x, y, origin, amp, noise_var, x_new):
     variance 0 at ``origin``; over a step d the transition is [[1, d], [0, 1]] with process noise
     amp [[d^3/3, d^2/2], [d^2/2, d]]. Returns the log likelihood of y and the latent forecast's
     mean and variance at ``x_new`` (beyond the data)."""
-    m, P, t_prev, loglik = np.zeros(2), np.zeros((2, 2)), origin, 0.0
 
     def step(m, P, d):
         F = np.array([[1.0, d], [0.0, 1.0]])
         Q = amp * np.array([[d**3 / 3, d**2 / 2], [d**2 / 2, d]])
         return F @ m, F @ P @ F.T + Q
 
-    for t, obs in zip(x, y, strict=True):
-        m, P = step(m, P, t - t_prev)
-        t_prev = t
-        s = P[0, 0] + noise_var
-        loglik += -0.5 * (math.log(2 * math.pi * s) + (obs - m[0]) ** 2 / s)
-        gain = P[:, 0] / s
-        m, P = m + gain * (obs - m[0]), P - np.outer(gain, P[0, :])
-    means, variances = [], []
-    for t in x_new:
-        mf, Pf = step(m, P, t - x[-1])
-        means.append(mf[0])
-        variances.append(Pf[0, 0])
-    return loglik, np.array(means), np.array(variances)
+    return kalman_first_state(x, y, step, np.zeros(2), np.zeros((2, 2)), origin, noise_var, x_new)
 
 
 def test_likelihood_and_forecast_are_the_local_linear_trend_kalman_filter():

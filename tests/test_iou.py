@@ -22,7 +22,11 @@ from autogp.evaluator.likelihood import BASE_JITTER
 from autogp.forecast import explain
 from autogp.inference import grammar as gr
 from autogp.kernels import DampedTrend, pack, parse, spec, structure, to_text, unpack
-from tests.helpers import assert_allclose, assert_atom_vjp_matches_finite_differences
+from tests.helpers import (
+    assert_allclose,
+    assert_atom_vjp_matches_finite_differences,
+    kalman_first_state,
+)
 from tests.reference_numpy import gram_numpy
 
 IOU = spec.OPCODE_OF_NAME["IOU"]
@@ -108,20 +112,8 @@ def kalman_damped_trend(x, y, origin, l, amp, noise_var, x_new):
         Q = F @ M[:2, 2:]
         return F @ m, F @ P @ F.T + Q
 
-    m, P, t_prev, loglik = np.zeros(2), np.diag([0.0, amp]), origin, 0.0
-    for t, obs in zip(x, y, strict=True):
-        m, P = step(m, P, t - t_prev)
-        t_prev = t
-        s = P[0, 0] + noise_var
-        loglik += -0.5 * (math.log(2 * math.pi * s) + (obs - m[0]) ** 2 / s)
-        gain = P[:, 0] / s
-        m, P = m + gain * (obs - m[0]), P - np.outer(gain, P[0, :])
-    means, variances = [], []
-    for t in x_new:
-        mf, Pf = step(m, P, t - x[-1])
-        means.append(mf[0])
-        variances.append(Pf[0, 0])
-    return loglik, np.array(means), np.array(variances)
+    return kalman_first_state(x, y, step, np.zeros(2), np.diag([0.0, amp]), origin, noise_var,
+                              x_new)
 
 
 def test_likelihood_and_forecast_are_the_damped_trend_kalman_filter():
