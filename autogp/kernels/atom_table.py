@@ -467,27 +467,26 @@ IOU: Final = 17
 
 
 def _iou_terms(theta, t1, t2):
-    """``s``, ``u`` as for IBM, where the trend has begun, and ``e^{-s/l}``, ``e^{-u/l}``,
-    ``e^{-(u-s)/l}``."""
+    """``s``, ``u`` as for IBM, where the trend has begun, ``e^{-s/l}``, ``e^{-u/l}``,
+    ``e^{-(u-s)/l}``, the bracket ``1 - e^{-s/l} + e^{-(u-s)/l} - e^{-u/l}`` and
+    ``g = 2 l s - l^2 bracket`` (k / amp where the trend has begun)."""
     s, u, begun = _ibm_elapsed(theta, t1, t2)
     l = theta[1]
-    return s, u, begun, jnp.exp(-s / l), jnp.exp(-u / l), jnp.exp(-(u - s) / l)
+    es, eu, ed = jnp.exp(-s / l), jnp.exp(-u / l), jnp.exp(-(u - s) / l)
+    # The bracket factors as (1 - e^{-s/l}) (1 + e^{-(u-s)/l}); expm1 keeps small s exact.
+    bracket = -jnp.expm1(-s / l) * (1.0 + ed)
+    return s, u, begun, es, eu, ed, bracket, 2.0 * l * s - l * l * bracket
 
 
 def iou_value(theta, t1, t2):
-    s, u, begun, es, eu, ed = _iou_terms(theta, t1, t2)
-    l = theta[1]
-    # 1 - e^{-s/l} + e^{-(u-s)/l} - e^{-u/l} = (1 - e^{-s/l}) (1 + e^{-(u-s)/l})
-    g = 2.0 * l * s + l * l * jnp.expm1(-s / l) * (1.0 + ed)
+    _, _, begun, *_, g = _iou_terms(theta, t1, t2)
     return theta[2] * jnp.where(begun, g, 0.0)
 
 
 def iou_vjp(theta, t1, t2, cot):
-    s, u, begun, es, eu, ed = _iou_terms(theta, t1, t2)
+    s, u, begun, es, eu, ed, bracket, g = _iou_terms(theta, t1, t2)
     l, amp = theta[1], theta[2]
     c = jnp.where(begun, cot, 0.0)
-    bracket = -jnp.expm1(-s / l) * (1.0 + ed)
-    g = 2.0 * l * s - l * l * bracket
     # dg/d origin = -(dg/ds + dg/du) = -l (2 - e^{-s/l} - e^{-u/l});
     # dg/dl = 2 s - 2 l bracket + s e^{-s/l} - (u - s) e^{-(u-s)/l} + u e^{-u/l}.
     d_origin = -l * (2.0 - es - eu)
