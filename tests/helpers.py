@@ -140,6 +140,28 @@ def assert_atom_vjp_matches_finite_differences(opcode: int, u: np.ndarray, x: np
     assert np.all(np.asarray(grad[u.size:]) == 0.0) and np.all(np.isfinite(np.asarray(grad)))
 
 
+def assert_atom_off_by_default_and_on_when_configured(name: str):
+    """An optional atom: weight 0 in the default config, never drawn by the default grammar's
+    prior; with ``grammar.weights.<name> = 3`` the engine's grammar has that weight, draws it,
+    and the drawn trees' prior is finite. Returns the key and that grammar, for more checks."""
+    import jax
+    import jax.numpy as jnp
+
+    from autogp.config import engine_settings, load_config
+    from autogp.inference import grammar as gr
+
+    opcode = spec.OPCODE_OF_NAME[name]
+    assert getattr(load_config().grammar.weights, name) == 0.0
+    key = jax.random.key(5)
+    default_ops, _, _ = gr.sample_prior(gr.Grammar.default(), 256, key=key)
+    assert not np.any(np.asarray(default_ops) == opcode)
+    grammar = engine_settings(load_config(None, {f"grammar.weights.{name}": 3.0})).grammar
+    assert grammar.weights[opcode] == 3.0
+    ops, _, _ = gr.sample_prior(grammar, 256, key=key)
+    assert np.any(np.asarray(ops) == opcode)
+    assert np.all(np.isfinite(gr.log_prior_structure(grammar, jnp.asarray(ops))))
+    return key, grammar
+
 def small_smc_problem(lengths: Sequence[int], particles: int, *, regular: bool,
                       moves: int = 1, steps: int = 2):
     """``(grammar, settings, data, state)`` of a small SMC run on noisy sines (depth-2 grammar,

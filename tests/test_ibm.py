@@ -14,15 +14,14 @@ import pandas as pd
 import pytest
 import scipy.integrate
 
-from autogp.config import engine_settings, load_config
 from autogp.data import TimeAxis
 from autogp.evaluator import gram, log_marginal_likelihood, posterior_predictive
 from autogp.evaluator.likelihood import BASE_JITTER
 from autogp.forecast import explain
-from autogp.inference import grammar as gr
 from autogp.kernels import IntegratedBrownian, pack, parse, spec, structure, to_text, unpack
 from tests.helpers import (
     assert_allclose,
+    assert_atom_off_by_default_and_on_when_configured,
     assert_atom_vjp_matches_finite_differences,
     kalman_first_state,
 )
@@ -150,12 +149,4 @@ def test_units_and_reading():
 
 
 def test_off_by_default_and_on_when_configured():
-    assert load_config().grammar.weights.IBM == 0.0
-    key = jax.random.key(5)
-    default_ops, _, _ = gr.sample_prior(gr.Grammar.default(), 256, key=key)
-    assert not np.any(np.asarray(default_ops) == IBM)
-    grammar = engine_settings(load_config(None, {"grammar.weights.IBM": 3.0})).grammar
-    assert grammar.weights[IBM] == 3.0
-    ops, _, _ = gr.sample_prior(grammar, 256, key=key)
-    assert np.any(np.asarray(ops) == IBM)
-    assert np.all(np.isfinite(gr.log_prior_structure(grammar, jnp.asarray(ops))))
+    assert_atom_off_by_default_and_on_when_configured("IBM")

@@ -15,15 +15,14 @@ import pytest
 import scipy.integrate
 import scipy.linalg
 
-from autogp.config import engine_settings, load_config
 from autogp.data import TimeAxis
 from autogp.evaluator import gram, log_marginal_likelihood, posterior_predictive
 from autogp.evaluator.likelihood import BASE_JITTER
 from autogp.forecast import explain
-from autogp.inference import grammar as gr
 from autogp.kernels import DampedTrend, pack, parse, spec, structure, to_text, unpack
 from tests.helpers import (
     assert_allclose,
+    assert_atom_off_by_default_and_on_when_configured,
     assert_atom_vjp_matches_finite_differences,
     kalman_first_state,
 )
@@ -163,12 +162,4 @@ def test_units_and_reading():
 
 
 def test_off_by_default_and_on_when_configured():
-    assert load_config().grammar.weights.IOU == 0.0
-    key = jax.random.key(5)
-    default_ops, _, _ = gr.sample_prior(gr.Grammar.default(), 256, key=key)
-    assert not np.any(np.asarray(default_ops) == IOU)
-    grammar = engine_settings(load_config(None, {"grammar.weights.IOU": 3.0})).grammar
-    assert grammar.weights[IOU] == 3.0
-    ops, _, _ = gr.sample_prior(grammar, 256, key=key)
-    assert np.any(np.asarray(ops) == IOU)
-    assert np.all(np.isfinite(gr.log_prior_structure(grammar, jnp.asarray(ops))))
+    assert_atom_off_by_default_and_on_when_configured("IOU")

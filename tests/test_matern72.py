@@ -14,14 +14,17 @@ import pandas as pd
 import pytest
 import scipy.special
 
-from autogp.config import engine_settings, load_config
 from autogp.data import TimeAxis
 from autogp.evaluator import gram, log_marginal_likelihood
 from autogp.evaluator.likelihood import BASE_JITTER
 from autogp.forecast import explain
 from autogp.inference import grammar as gr
 from autogp.kernels import Matern72, pack, parse, spec, structure, to_text, unpack
-from tests.helpers import assert_allclose, assert_atom_vjp_matches_finite_differences
+from tests.helpers import (
+    assert_allclose,
+    assert_atom_off_by_default_and_on_when_configured,
+    assert_atom_vjp_matches_finite_differences,
+)
 from tests.reference_numpy import gram_numpy
 
 M72 = spec.OPCODE_OF_NAME["M72"]
@@ -124,20 +127,9 @@ def test_reads_as_smooth_variation_and_scales_like_a_length():
 
 
 def test_off_by_default_and_on_when_configured():
-    assert load_config().grammar.weights.M72 == 0.0
+    key, _ = assert_atom_off_by_default_and_on_when_configured("M72")
     assert gr.Grammar.default().weights[M72] == 0.0 and M72 not in gr.DEFAULT_WEIGHTS
-    key = jax.random.key(5)
-    default_ops, _, _ = gr.sample_prior(gr.Grammar.default(), 256, key=key)
-    assert not np.any(np.asarray(default_ops) == M72)
-
-    config = load_config(None, {"grammar.weights.M72": 3.0})
-    grammar = engine_settings(config).grammar
-    assert grammar.weights[M72] == 3.0
-    ops, params, _ = gr.sample_prior(grammar, 256, key=key)
-    ops = np.asarray(ops)
-    assert np.any(ops == M72)
-    # M72's parameters are drawn from the l and amp priors, and the tree's prior is finite.
-    assert np.all(np.isfinite(gr.log_prior_structure(grammar, jnp.asarray(ops))))
+    # M72's parameters are drawn from the l and amp priors.
     only = gr.Grammar.default(max_depth=2, weights={"M72": 1.0})
     ops, params, _ = gr.sample_prior(only, 8, key=key)
     assert np.all(np.asarray(ops)[:, 0] == M72)
