@@ -121,21 +121,24 @@ def test_auto_picks_none_for_constant_variance():
 @pytest.mark.parametrize("period", sorted(LOG_SEASONS))
 def test_monthly_and_quarterly_series_are_logged_where_guerrero_says_none(period):
     rng = np.random.default_rng(3)
-    t = np.arange(12 * period)
-    y = 100 + 0.8 * t + 10 * np.sin(2 * np.pi * t / period) + rng.normal(0, 2, t.size)
-    lam = guerrero_lambda(y, period)
-    assert guerrero_cv(y, 1.0, period) <= NONE_RATIO * guerrero_cv(y, min(max(lam, 0), 1), period)
+
+    def trend_and_constant_swing(n):
+        t = np.arange(n)
+        return 100 + 0.8 * t + 10 * np.sin(2 * np.pi * t / period) + rng.normal(0, 2, n)
+
+    def guerrero_says_none(y):  # the criterion at lam = 1 within NONE_RATIO of its best in [0, 1]
+        best = min(max(guerrero_lambda(y, period), 0), 1)
+        return guerrero_cv(y, 1.0, period) <= NONE_RATIO * guerrero_cv(y, best, period)
+
+    y = trend_and_constant_swing(12 * period)
+    assert guerrero_says_none(y)
     choice = choose_transform(y, period)
     assert choice.lam == 0.0 and "monthly and quarterly" in choice.reason
     # Fewer than three seasons, more than LOG_RULE_MAX_VALUES values, or a value <= 0: still
     # data units (the same kind of series, long, with Guerrero's verdict checked again).
     assert choose_transform(y[: 3 * period - 1], period).lam is None
-    t_long = np.arange(LOG_RULE_MAX_VALUES + 1)
-    y_long = (100 + 0.8 * t_long + 10 * np.sin(2 * np.pi * t_long / period)
-              + rng.normal(0, 2, t_long.size))
-    lam_long = guerrero_lambda(y_long, period)
-    assert guerrero_cv(y_long, 1.0, period) <= NONE_RATIO * guerrero_cv(
-        y_long, min(max(lam_long, 0), 1), period)
+    y_long = trend_and_constant_swing(LOG_RULE_MAX_VALUES + 1)
+    assert guerrero_says_none(y_long)
     assert choose_transform(y_long, period).lam is None
     assert choose_transform(y_long[-LOG_RULE_MAX_VALUES:], period).lam == 0.0
     y[5] = 0.0
