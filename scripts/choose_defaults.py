@@ -10,11 +10,17 @@ values, season 1/4/12/52/7/5 by frequency), the scaled CRPS of the quantiles 2.5
 (``autogp.experiments.scoring.scaled_crps``) and the 95% coverage. ``point=mean`` and
 ``point=median`` come from the same fit, so both are scored for every candidate.
 
+``--baselines`` scores statsforecast's AutoETS, AutoARIMA, AutoTheta and SeasonalNaive on the
+same windows beside the candidates (rows ``baseline:<model>``; the ``[bench]`` extra), so that a
+candidate is compared with what it must beat on the training windows, not only on a test split;
+with ``--windows`` and no fits, beside a finished run's rows.
+
 Writes ``windows.csv`` (one row per candidate and window, with the forecasts), ``summary.csv``
 and ``summary.md`` (per-candidate means, and per-window wins against the first candidate) into
 ``--out`` (default ``benchmarks/choose_defaults``).
 
     python scripts/choose_defaults.py --dev 12 --m3 4 --workers 2
+    python scripts/choose_defaults.py --dev 0 --m3 100 --baselines --windows RUN/windows.csv
     python scripts/choose_defaults.py --tiny --out /tmp/cd   # smoke test: 2 short series, seconds
 """
 
@@ -300,26 +306,83 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
         hits = [cache[(base_key, lam, w["series"].unique_id)]
                 for lam in fitted[w["series"].unique_id]]
         hit = max(hits, key=lambda h: h["evidence"] if np.isfinite(h["evidence"]) else -np.inf)
-        q, y, y_train = hit["q"], w["target"], w["series"].y
-        rows.append({
-            "candidate": name, "unique_id": w["uid"], "origin": w["origin"],
-            "cutoff": w["cutoff"], "h": w["h"], "season": w["season"],
+        rows.append(window_row(name, w, hit["q"], hit["mean"], seconds) | {
             "transform": hit["units"],
             "log_evidence": hit["evidence"],
             "log_evidence_by_units": json.dumps({h["units"]: h["evidence"] for h in hits}),
             "second_half_by_units": json.dumps(
                 {h["units"]: h["evidence_second_half"] for h in hits}),
-            "mase_median": mase(y, q[0.5], y_train, w["season"]),
-            "mase_mean": mase(y, hit["mean"], y_train, w["season"]),
-            "scaled_crps": scaled_crps(y, q),
-            "coverage_95": coverage(y, q[0.025], q[0.975]),
-            "fit_seconds_new": round(seconds, 1),
-            "y": json.dumps(y.tolist()),
-            "median": json.dumps(q[0.5].tolist()),
-            "lo_95": json.dumps(q[0.025].tolist()),
-            "hi_95": json.dumps(q[0.975].tolist()),
-            "quantiles": json.dumps({str(t): v.tolist() for t, v in q.items()}),
         })
+    return rows
+
+
+def window_row(name: str, w: dict, q: dict[float, np.ndarray], mean: np.ndarray,
+               seconds: float) -> dict:
+    """One window's scores and forecasts (quantiles ``q`` by level, the mean forecast)."""
+    y, y_train = w["target"], w["series"].y
+    return {
+        "candidate": name, "unique_id": w["uid"], "origin": w["origin"],
+        "cutoff": w["cutoff"], "h": w["h"], "season": w["season"],
+        "mase_median": mase(y, q[0.5], y_train, w["season"]),
+        "mase_mean": mase(y, mean, y_train, w["season"]),
+        "scaled_crps": scaled_crps(y, q),
+        "coverage_95": coverage(y, q[0.025], q[0.975]),
+        "fit_seconds_new": round(seconds, 1),
+        "y": json.dumps(y.tolist()),
+        "median": json.dumps(q[0.5].tolist()),
+        "lo_95": json.dumps(q[0.025].tolist()),
+        "hi_95": json.dumps(q[0.975].tolist()),
+        "quantiles": json.dumps({str(t): v.tolist() for t, v in q.items()}),
+    }
+
+
+#: statsforecast models scored beside the candidates with ``--baselines`` (reference rows).
+BASELINES = ("AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive")
+#: Central interval levels whose bounds are QUANTILES (with the point forecast as the median).
+BASELINE_LEVELS = (50, 80, 90, 95)
+
+
+def baseline_rows(windows: list[dict], workers: int = 1,
+                  models: Sequence[str] = BASELINES) -> list[dict]:
+    """statsforecast's ``models`` fitted on each window's training values and scored as the
+    candidates are, as rows of candidate ``"baseline:<model>"``: what the candidates must beat
+    on the same windows. Windows are fitted in one call per season (``season_length``). The
+    dates handed to statsforecast are placeholders (consecutive month starts): its models see
+    only the values' order and the season. Their point forecast (the mean of a Gaussian
+    predictive) is the median quantile. Needs the optional ``statsforecast``
+    (``pip install -e ".[bench]"``)."""
+    from autogp.experiments.baselines import statsforecast_forecasts
+
+    by_season: dict[int, list[dict]] = {}
+    for w in windows:
+        by_season.setdefault(int(w["season"]), []).append(w)
+    forecasts: dict[str, pd.DataFrame] = {}
+    seconds = dict.fromkeys(models, 0.0)
+    for m, group in by_season.items():
+        train = pd.concat([
+            pd.DataFrame({"unique_id": w["series"].unique_id,
+                          "ds": pd.date_range("2000-01-01", periods=w["cutoff"], freq="MS"),
+                          "y": w["series"].y})
+            for w in group], ignore_index=True)
+        fc, took = statsforecast_forecasts(train, max(w["h"] for w in group), BASELINE_LEVELS,
+                                           season_length=m, freq="MS", n_jobs=max(1, workers),
+                                           models=models)
+        for name in models:
+            seconds[name] += took[name]
+        for uid, g in fc.groupby("unique_id", sort=False):
+            forecasts[str(uid)] = g.sort_values("ds")
+    rows = []
+    for name in models:
+        for w in windows:
+            g = forecasts[w["series"].unique_id].iloc[: w["h"]]
+            q = {0.5: g[name].to_numpy(dtype=np.float64)}
+            for level in BASELINE_LEVELS:
+                lo, hi = (1 - level / 100) / 2, 1 - (1 - level / 100) / 2
+                q[round(lo, 6)] = g[f"{name}-lo-{level}"].to_numpy(dtype=np.float64)
+                q[round(hi, 6)] = g[f"{name}-hi-{level}"].to_numpy(dtype=np.float64)
+            q = {tau: q[tau] for tau in QUANTILES}
+            rows.append(window_row(f"baseline:{name}", w, q, q[0.5], seconds[name])
+                        | {"transform": "", "log_evidence": float("nan")})
     return rows
 
 
@@ -433,6 +496,24 @@ def seasonal_log(table: pd.DataFrame, base: str, logged: str) -> pd.DataFrame:
                       & (b["transform"] == "log"))
 
 
+def finished_rows(files: Sequence[Path], windows: list[dict]) -> pd.DataFrame:
+    """The rows of finished runs (``windows.csv`` files) on exactly ``windows``: every
+    candidate there must have a row for each window (a ``ValueError`` names what is missing),
+    so that baselines scored on ``windows`` compare like with like."""
+    table = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    table = table[~table["candidate"].astype(str).str.startswith("baseline:")]
+    wanted = {(w["uid"], int(w["origin"])) for w in windows}
+    keys = list(zip(table["unique_id"].astype(str), table["origin"].astype(int), strict=True))
+    table = table[[k in wanted for k in keys]].reset_index(drop=True)
+    for name, g in table.groupby("candidate", sort=False):
+        missing = wanted - set(zip(g["unique_id"].astype(str), g["origin"].astype(int),
+                                   strict=True))
+        if missing:
+            raise ValueError(f"--windows: candidate {name!r} has no row for {len(missing)} of "
+                             f"the {len(wanted)} windows, e.g. {sorted(missing)[0]}")
+    return table
+
+
 def write_summary(out: Path, summary: pd.DataFrame, note: str) -> None:
     """``summary.csv`` and ``summary.md`` (the table under ``note``) in ``out``; printed too."""
     out.mkdir(parents=True, exist_ok=True)
@@ -466,7 +547,11 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                    help="no fits: BASE, except seasonal windows BASE fits in data units, which "
                    "take LOG's log-unit row (from the rows of finished runs, --windows files)")
     p.add_argument("--windows", nargs="+", type=Path, default=(),
-                   help="windows.csv files of finished runs, for --splice and --seasonal-log")
+                   help="windows.csv files of finished runs, for --splice and --seasonal-log; "
+                   "with --baselines alone, the candidates' rows (no fits)")
+    p.add_argument("--baselines", action="store_true",
+                   help="also score statsforecast's AutoETS, AutoARIMA, AutoTheta and "
+                   "SeasonalNaive on the same windows (needs the [bench] extra)")
     p.add_argument("--tiny", action="store_true",
                    help="smoke test: 2 short dev series, 1 origin, 2 candidates, a tiny model")
     args = p.parse_args(argv)
@@ -505,6 +590,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     print(f"{len(series)} series, {len(windows)} windows, candidates {names}", flush=True)
     if args.rescore:
         table = rescore_defaults(pd.read_csv(args.out / "windows.csv"), windows)
+    elif args.windows:
+        table = finished_rows(args.windows, windows)
+        names = list(pd.unique(table["candidate"]))
     else:
         rows: list[dict] = []
         cache: dict = {}
@@ -513,6 +601,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                              cache)
             print(f"  {name}: done ({rows[-1]['fit_seconds_new']} s of new fits)", flush=True)
         table = pd.DataFrame(rows)
+    if args.baselines:
+        table = pd.concat([table, pd.DataFrame(baseline_rows(windows, args.workers))],
+                          ignore_index=True)
     summary = summarise(table)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / "windows.csv", index=False)

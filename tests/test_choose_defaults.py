@@ -193,3 +193,99 @@ def test_rescore_takes_each_window_from_the_fit_the_current_rule_makes(monkeypat
     assert (new["fit_seconds_new"] == 0.0).all()
     before = out[out["candidate"] == "defaults before"]
     assert list(before["scaled_crps"]) == list(table[table.candidate == "defaults"]["scaled_crps"])
+
+
+def _fake_statsforecast(calls):
+    """A stand-in for ``statsforecast_forecasts``: every model forecasts the last value, with
+    interval half-widths level / 100 (so the quantiles are known), in the statsforecast layout."""
+
+    def fake(train, h, levels, *, season_length, freq, n_jobs, models):
+        calls.append((season_length, sorted(pd.unique(train["unique_id"]))))
+        frames = []
+        for uid, g in train.groupby("unique_id", sort=False):
+            last = g["y"].iloc[-1]
+            frame = {"unique_id": uid, "ds": pd.date_range("2100-01-01", periods=h, freq="MS")}
+            for name in models:
+                frame[name] = np.full(h, last)
+                for level in levels:
+                    frame[f"{name}-lo-{level}"] = np.full(h, last - level / 100)
+                    frame[f"{name}-hi-{level}"] = np.full(h, last + level / 100)
+            frames.append(pd.DataFrame(frame))
+        return pd.concat(frames, ignore_index=True), dict.fromkeys(models, 0.5)
+
+    return fake
+
+
+def test_baseline_rows_score_each_model_on_the_same_windows(monkeypatch):
+    """--baselines: statsforecast is called once per season with each window's own training
+    values, and each model's row is scored from its point forecast and interval bounds
+    exactly as the candidates' rows are (recomputed here with numpy)."""
+    import autogp.experiments.baselines as baselines
+
+    calls = []
+    monkeypatch.setattr(baselines, "statsforecast_forecasts", _fake_statsforecast(calls))
+    series = choose_defaults.load_series(0, 0, 0, ids=["fpp2.oil", "fpp2.austourists"])
+    windows = choose_defaults.make_windows(series, 2)
+    rows = choose_defaults.baseline_rows(windows, models=("AutoETS", "Naive"))
+    assert sorted(s for s, _ in calls) == [1, 4]  # yearly and quarterly windows apart
+    assert {r["candidate"] for r in rows} == {"baseline:AutoETS", "baseline:Naive"}
+    assert len(rows) == 2 * len(windows)
+    for row, w in zip(rows[: len(windows)], windows, strict=True):
+        y_train, y, m = w["series"].y, w["target"], w["season"]
+        assert (row["unique_id"], row["origin"]) == (w["uid"], w["origin"])
+        last = y_train[-1]
+        scale = np.mean(np.abs(y_train[m:] - y_train[:-m]))
+        assert row["mase_median"] == pytest.approx(np.mean(np.abs(y - last)) / scale)
+        assert row["coverage_95"] == pytest.approx(np.mean(np.abs(y - last) <= 0.95))
+        quantiles = json.loads(row["quantiles"])
+        for tau, offset in ((0.025, -0.95), (0.25, -0.5), (0.5, 0.0), (0.9, 0.8)):
+            np.testing.assert_allclose(quantiles[str(tau)], last + offset)
+        pinball = [np.mean(np.where(y >= last + off, tau * (y - last - off),
+                                    (1 - tau) * (last + off - y)))
+                   for tau, off in ((0.025, -0.95), (0.05, -0.9), (0.1, -0.8), (0.25, -0.5),
+                                    (0.5, 0.0), (0.75, 0.5), (0.9, 0.8), (0.95, 0.9),
+                                    (0.975, 0.95))]
+        assert row["scaled_crps"] == pytest.approx(2 * np.mean(pinball) / np.mean(np.abs(y)))
+
+
+def test_baselines_beside_finished_rows_need_every_window(monkeypatch, tmp_path):
+    """--windows with --baselines alone: the finished run's rows on exactly the script's
+    windows, plus the baselines' rows; a candidate lacking a window is an error naming it."""
+    import autogp.experiments.baselines as baselines
+
+    monkeypatch.setattr(baselines, "statsforecast_forecasts", _fake_statsforecast([]))
+    series = choose_defaults.load_series(0, 0, 0, ids=["fpp2.oil"])
+    windows = choose_defaults.make_windows(series, 2)
+    rows = [{"candidate": "defaults", "unique_id": w["uid"], "origin": w["origin"],
+             "cutoff": w["cutoff"], "season": w["season"], "mase_median": 1.0 + k,
+             "mase_mean": 1.0, "scaled_crps": 0.1, "coverage_95": 1.0,
+             "fit_seconds_new": 3.0, "y": json.dumps([0.0]), "lo_95": json.dumps([-1.0]),
+             "hi_95": json.dumps([1.0])} for k, w in enumerate(windows)]
+    other = dict(rows[0], unique_id="not.in.the.run")  # a window the script does not make
+    pd.DataFrame([*rows, other]).to_csv(tmp_path / "w.csv", index=False)
+    summary = main(["--ids", "fpp2.oil", "--m3", "0", "--baselines", "--windows",
+                    str(tmp_path / "w.csv"), "--out", str(tmp_path / "out")]).set_index("candidate")
+    assert summary.loc["defaults", "windows"] == len(windows)
+    assert summary.loc["defaults", "mase_median"] == pytest.approx(1.0 + (len(windows) - 1) / 2)
+    assert summary.loc["baseline:AutoARIMA", "windows"] == len(windows)
+    pd.DataFrame(rows[:1]).to_csv(tmp_path / "short.csv", index=False)
+    with pytest.raises(ValueError, match="'defaults' has no row for 1 of the 2 windows"):
+        main(["--ids", "fpp2.oil", "--m3", "0", "--baselines", "--windows",
+              str(tmp_path / "short.csv"), "--out", str(tmp_path / "out2")])
+
+
+def test_baselines_from_statsforecast_on_two_windows():
+    """The real statsforecast (the [bench] extra): every baseline row has finite scores and
+    intervals that contain the point forecast."""
+    pytest.importorskip("statsforecast")
+    series = choose_defaults.load_series(0, 0, 0, ids=["fpp2.austourists"])
+    windows = choose_defaults.make_windows(series, 1)
+    rows = choose_defaults.baseline_rows(windows, models=("AutoETS", "SeasonalNaive"))
+    assert len(rows) == 2
+    for row in rows:
+        assert np.isfinite([row["mase_median"], row["scaled_crps"]]).all()
+        lo, med, hi = (np.asarray(json.loads(row[k])) for k in ("lo_95", "median", "hi_95"))
+        assert np.all(lo <= med) and np.all(med <= hi)
+    naive = rows[1]
+    y_train = windows[0]["series"].y
+    np.testing.assert_allclose(json.loads(naive["median"]), np.tile(y_train[-4:], 2))
