@@ -72,9 +72,6 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "IBM=6": {"grammar.weights.IBM": 6.0},
     "IBM=3": {"grammar.weights.IBM": 3.0},
     "IOU=6": {"grammar.weights.IOU": 6.0},
-    # A seasonal pattern that changes over time (PER * SE as one atom; its period proposed).
-    "QPER=6": {"grammar.weights.QPER": 6.0},
-    "QPER=3": {"grammar.weights.QPER": 3.0},
     "posterior_draws=4": {"refine.posterior_draws": 4, "refine.hmc_steps": 3},
     "particles=8": {"smc.num_particles": 8},
     "particles=32": {"smc.num_particles": 32},

@@ -77,7 +77,6 @@ PARAM_RANGES: dict[str, tuple[float, float]] = {
     "c": (0.05, 2.0),
     "v": (0.05, 2.0),
     "bias": (0.05, 2.0),
-    "decay": (0.05, 2.0),
 }
 assert set(PARAM_RANGES) == set(spec.PARAM_OF_NAME)
 

@@ -26,7 +26,6 @@ from autogp.kernels import (
     Matern72,
     Periodic,
     Product,
-    QuasiPeriodic,
     Sum,
     WhiteNoise,
 )
@@ -49,10 +48,6 @@ def gram_numpy(expr: Kernel, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         return expr.amp * np.exp(-((r / expr.l) ** expr.gamma))
     if isinstance(expr, Periodic):
         return expr.amp * np.exp(-(2.0 / expr.l**2) * np.sin(np.pi * r / expr.period) ** 2)
-    if isinstance(expr, QuasiPeriodic):
-        # PER with l = 0.5 times SE with length scale `decay`.
-        return expr.amp * np.exp(-8.0 * np.sin(np.pi * r / expr.period) ** 2
-                                 - r**2 / (2.0 * expr.decay**2))
     if isinstance(expr, WhiteNoise):
         return expr.v * (t == s).astype(np.float64)
     if isinstance(expr, Matern12):

@@ -31,7 +31,7 @@ def test_defaults():
     assert cfg.grammar.max_depth == 3
     assert cfg.grammar.weights.as_dict() == {
         "CONST": 0, "LIN": 6, "SE": 0, "GE": 6, "PER": 6, "WN": 0, "M12": 0, "M32": 0,
-        "M52": 0, "RQ": 0, "BM": 6, "M72": 0, "IBM": 0, "IOU": 0, "QPER": 0, "PLUS": 5, "TIMES": 5,
+        "M52": 0, "RQ": 0, "BM": 6, "M72": 0, "IBM": 0, "IOU": 0, "PLUS": 5, "TIMES": 5,
         "CP": 2,
     }  # fmt: skip
     smc = cfg.smc

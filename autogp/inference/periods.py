@@ -32,11 +32,6 @@ Array = jax.Array
 
 #: Index of the period among PER's parameters.
 PERIOD_INDEX = spec.PARAM_NAMES[spec.PER].index("period")
-#: Atoms whose period the proposal draws: PER and the quasi-periodic QPER, whose period sits at
-#: the same index with the same prior.
-PERIODIC_OPS = (spec.PER, spec.OPCODE_OF_NAME["QPER"])
-if any(spec.PARAM_NAMES[op].index("period") != PERIOD_INDEX for op in PERIODIC_OPS):
-    raise ImportError("PER and QPER must keep their period at the same index")
 
 
 class PeriodProposal(NamedTuple):
@@ -151,18 +146,13 @@ def log_q_minus_log_p(v: Array, prior_mean, prior_std, proposal: PeriodProposal)
 
 
 def period_prior(grammar) -> tuple[float, float]:
-    """(mean, std) of the grammar's normal prior on PER's log period (QPER's must equal it:
-    the proposal's correction uses one prior for both)."""
-    per, qper = ((float(grammar.prior_mean_table[op, PERIOD_INDEX]),
-                  float(grammar.prior_std_table[op, PERIOD_INDEX])) for op in PERIODIC_OPS)
-    if per != qper:
-        raise ValueError(f"the period proposal needs PER and QPER to share one period prior, "
-                         f"got (mean, std) {per} and {qper}")
-    return per
+    """(mean, std) of the grammar's normal prior on PER's log period."""
+    return (float(grammar.prior_mean_table[spec.PER, PERIOD_INDEX]),
+            float(grammar.prior_std_table[spec.PER, PERIOD_INDEX]))
 
 
 def _per_slots(ops: Array, region: Array) -> Array:
-    return region & ((ops == PERIODIC_OPS[0]) | (ops == PERIODIC_OPS[1]))
+    return region & (ops == spec.PER)
 
 
 def region_correction(

@@ -517,61 +517,8 @@ IOU_ROW = AtomRow(
 )  # fmt: skip
 
 
-# --- QPER: a seasonal pattern that changes over time (PER times SE, one atom) -------------------
-# amp exp(-(2/L^2) sin^2(pi r / period) - r^2 / (2 decay^2)) with L = QPER_SHAPE: the periodic
-# pattern of PER whose correlation between cycles fades over ``decay``, so each season's shape
-# follows the recent cycles (the locally periodic kernel). ``PER * SE`` in one node: the
-# structure moves reach it in one step, and its period takes the period proposal as PER's does
-# (the same index and prior). PER's shape parameter l is fixed here because a node carries at
-# most three parameters (``MAX_PARAMS``; a fourth would change every seeded draw): at 0.5 the
-# pattern is free within a cycle (monthly neighbours correlate 0.58, quarterly ones 0.02).
-QPER: Final = 18
-QPER_SHAPE: Final = 0.5
-
-
-def qper_value(theta, t1, t2):
-    decay, period, amp = theta[0], theta[1], theta[2]
-    r = distance(t1, t2)
-    s = jnp.sin(jnp.pi * r / period)
-    return amp * jnp.exp(-2.0 * (s / QPER_SHAPE) ** 2 - 0.5 * (r / decay) ** 2)
-
-
-def qper_vjp(theta, t1, t2, cot):
-    decay, period, amp = theta[0], theta[1], theta[2]
-    r = distance(t1, t2)
-    phase = jnp.pi * r / period
-    r2 = (r / decay) ** 2
-    ce = cot * jnp.exp(-2.0 * jnp.sin(phase) ** 2 / QPER_SHAPE**2 - 0.5 * r2)
-    # PER's derivative in its period and SE's in its length scale (here decay).
-    d = sums(ce * r2, ce * r * jnp.sin(2.0 * phase), ce)
-    d_p = amp * 2.0 * jnp.pi * d[1] / (QPER_SHAPE**2 * period**2)
-    return gradient(amp * d[0] / decay, d_p, d[2])
-
-
-QPER_ROW = AtomRow(
-    opcode=QPER, name="QPER", class_name="QuasiPeriodic",
-    title="quasi-periodic: a seasonal pattern that changes over time",
-    formula=(
-        "Quasi-periodic (locally periodic): k(t, t') = amp * exp(-8 sin^2(pi r / period)\n"
-        "- r^2 / (2 decay^2)), the product of PER with l = 0.5 and an SE of length scale decay.\n\n"
-        "The seasonal pattern of PER, but cycles further apart than about decay are less alike:\n"
-        "its forecasts repeat the recent cycles' shape and fade towards the mean over decay."
-    ),
-    params=(
-        Param("decay", "log", POSITIVE_PRIOR, units=(1, 0),
-              doc="QPER decay: how long the seasonal pattern persists, in normalised time "
-              "(log scale)"),
-        PER_ROW.params[1],  # PER's period at PER's index (the period proposal draws both)
-        AMP,
-    ),
-    split=2, value=qper_value, vjp=qper_vjp, stationary=True, role="seasonal",
-    reading=lambda p, words: (f"{words.period(p['period'])} changing over "
-                              f"~{words.length(p['decay'])}"),
-)  # fmt: skip
-
-
 #: Every atom, in opcode order.
 ROWS: Final = (
     CONST_ROW, LIN_ROW, SE_ROW, GE_ROW, PER_ROW, WN_ROW, M12_ROW, M32_ROW, M52_ROW, RQ_ROW, BM_ROW,
-    M72_ROW, IBM_ROW, IOU_ROW, QPER_ROW,
+    M72_ROW, IBM_ROW, IOU_ROW,
 )  # fmt: skip
