@@ -548,7 +548,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                    "take LOG's log-unit row (from the rows of finished runs, --windows files)")
     p.add_argument("--windows", nargs="+", type=Path, default=(),
                    help="windows.csv files of finished runs, for --splice and --seasonal-log; "
-                   "with --baselines alone, the candidates' rows (no fits)")
+                   "otherwise their rows on this run's windows instead of fits (e.g. beside "
+                   "--baselines)")
     p.add_argument("--baselines", action="store_true",
                    help="also score statsforecast's AutoETS, AutoARIMA, AutoTheta and "
                    "SeasonalNaive on the same windows (needs the [bench] extra)")
@@ -587,12 +588,12 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     if args.limit is not None:
         series = series[: args.limit]
     windows = make_windows(series, args.origins)
-    print(f"{len(series)} series, {len(windows)} windows, candidates {names}", flush=True)
+    source = "the rows of --windows" if args.windows else f"candidates {names}"
+    print(f"{len(series)} series, {len(windows)} windows, {source}", flush=True)
     if args.rescore:
         table = rescore_defaults(pd.read_csv(args.out / "windows.csv"), windows)
     elif args.windows:
         table = finished_rows(args.windows, windows)
-        names = list(pd.unique(table["candidate"]))
     else:
         rows: list[dict] = []
         cache: dict = {}
