@@ -146,8 +146,11 @@ def test_late_steps_refine_only_the_rounds_on_at_most_half_the_data():
         return rounds.run_rounds(grammar, s, state, data, counts, key=key)[0]
 
     default, same, none_late = run(settings), run(late(2)), run(late(0))
-    np.testing.assert_array_equal(same.params, default.params)
-    np.testing.assert_array_equal(same.log_weights, default.log_weights)
+    # late_steps = steps passes the count as data (a while_loop): another program, which
+    # XLA may fuse differently, so the same arithmetic up to rounding
+    np.testing.assert_array_equal(same.ops, default.ops)
+    assert_allclose(same.params, default.params, rtol=1e-12, atol=1e-14)
+    assert_allclose(same.log_weights, default.log_weights, rtol=1e-12, atol=1e-12)
     # by hand: the rounds one at a time, the last two with no optimiser steps at all
     by_hand = state
     no_steps = dataclasses.replace(settings, refine=dataclasses.replace(settings.refine, steps=0))
