@@ -45,7 +45,7 @@ from autogp.config import engine_settings, load_config  # noqa: E402
 from autogp.data import from_arrays  # noqa: E402
 from autogp.data.seasons import with_frequency  # noqa: E402
 from autogp.data.transform import choose_transform  # noqa: E402
-from autogp.experiments.scoring import scaled_crps  # noqa: E402
+from autogp.experiments.scoring import quantiles_from_frame, scaled_crps  # noqa: E402
 from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
 from autogp.forecast.fitting import (  # noqa: E402
     data_log_evidence,
@@ -375,11 +375,7 @@ def baseline_rows(windows: list[dict], workers: int = 1,
     for name in models:
         for w in windows:
             g = forecasts[w["series"].unique_id].iloc[: w["h"]]
-            q = {0.5: g[name].to_numpy(dtype=np.float64)}
-            for level in BASELINE_LEVELS:
-                lo, hi = (1 - level / 100) / 2, 1 - (1 - level / 100) / 2
-                q[round(lo, 6)] = g[f"{name}-lo-{level}"].to_numpy(dtype=np.float64)
-                q[round(hi, 6)] = g[f"{name}-hi-{level}"].to_numpy(dtype=np.float64)
+            q = quantiles_from_frame(g, name, BASELINE_LEVELS)
             q = {tau: q[tau] for tau in QUANTILES}
             rows.append(window_row(f"baseline:{name}", w, q, q[0.5], seconds[name])
                         | {"transform": "", "log_evidence": float("nan")})

@@ -162,6 +162,7 @@ def assert_atom_off_by_default_and_on_when_configured(name: str):
     assert np.all(np.isfinite(gr.log_prior_structure(grammar, jnp.asarray(ops))))
     return key, grammar
 
+
 def small_smc_problem(lengths: Sequence[int], particles: int, *, regular: bool,
                       moves: int = 1, steps: int = 2):
     """``(grammar, settings, data, state)`` of a small SMC run on noisy sines (depth-2 grammar,
