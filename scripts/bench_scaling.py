@@ -13,7 +13,12 @@ Three parts, each optional:
   the exact likelihood), ``exact`` and ``sparse`` (every point, with that likelihood);
 * ``long``: the same for the real long series in a CSV (``unique_id, ds, y, split``; rows with
   ``split == test`` held out), with defaults (``--window`` sets ``data.window``,
-  ``--window-seasons`` sets ``data.window_seasons``).
+  ``--window-seasons`` sets ``data.window_seasons``);
+* ``baselines``: statsforecast's SeasonalNaive, AutoETS, AutoTheta and, for the sub-daily series,
+  MSTL over the day and the week, on the same long series, scored the same way, each on two
+  contexts: three cycles of the longest season (300 points where there is none) and the last
+  5,000 points. What the long targets ask of autogp, measured on standard models (needs the
+  ``[bench]`` extra).
 
 The machine's load matters: run on an idle machine for numbers to compare.
 
@@ -61,6 +66,12 @@ METHODS = {
     # rounds on >= 256 columns).
     "exact_gradient": {"refine.probes": 0},
 }
+#: Cycles (in observations) that MSTL decomposes in the ``baselines`` part: a day and a week
+#: (the bank calls: 169 five-minute steps of opening hours a day, five days a week).
+LONG_CYCLES = {"forecast.taylor": (48, 336), "fpp2.elecdemand": (48, 336),
+               "fpp3.bank_calls": (169, 845)}
+#: The longer of the ``baselines`` part's two contexts (the shorter: three longest cycles).
+BASELINE_CONTEXT = 5000
 #: Season (for MASE and seasonal naive) and horizon of the bundled long series, by id prefix.
 LONG_SEASONS = {
     "datasets.sunspot": 12, "datasets.treering": 1, "forecast.taylor": 48,
@@ -85,6 +96,50 @@ def scores(y_train, y_test, mean, lo, hi, season: int) -> dict:
     ours, base = mase(y_test, mean, y_train, m), mase(y_test, naive, y_train, m)
     return {"mase": ours, "mase_naive": base, "mase_ratio": ours / base,
             "coverage95": coverage(y_test, lo, hi)}
+
+
+# --- statsforecast on the long series (the baselines part) -------------------------------------
+def statsforecast_long(y: np.ndarray, h: int, season: int, cycles: tuple[int, ...]) -> dict:
+    """``{model: (mean, lo95, hi95)}`` of statsforecast's models fitted to ``y``. AutoETS and
+    AutoTheta get the MASE season where statsforecast's ETS takes it (at most 24), else none."""
+    from statsforecast import StatsForecast
+    from statsforecast.models import MSTL, AutoETS, AutoTheta, SeasonalNaive
+
+    plain = season if season <= 24 else 1
+    models = [SeasonalNaive(season_length=season), AutoETS(season_length=plain),
+              AutoTheta(season_length=plain)]
+    if cycles:
+        models.append(MSTL(season_length=list(cycles), trend_forecaster=AutoETS(model="ZZN")))
+    frame = pd.DataFrame({"unique_id": "series", "ds": np.arange(y.size), "y": y})
+    fc = StatsForecast(models=models, freq=1).forecast(df=frame, h=h, level=[95])
+    names = [c for c in fc.columns if c not in ("unique_id", "ds") and "-lo-" not in c
+             and "-hi-" not in c]
+    return {m: (fc[m].to_numpy(float), fc[f"{m}-lo-95"].to_numpy(float),
+                fc[f"{m}-hi-95"].to_numpy(float)) for m in names}
+
+
+def long_baselines(path: Path, uid: str, season: int, *, last: int = 0,
+                   forecaster=statsforecast_long) -> list[dict]:
+    """Rows ``{unique_id, context, model, mase, mase_ratio, coverage95}`` of ``forecaster`` on
+    series ``uid`` of the long CSV at ``path``, for both contexts of the ``baselines`` part."""
+    frame = pd.read_csv(path)
+    frame = frame[frame["unique_id"] == uid]
+    if last:
+        frame = frame.iloc[-last:]
+    is_test = frame["split"].eq("test").to_numpy()
+    y_train = frame.loc[~is_test, "y"].to_numpy(float)
+    y_test = frame.loc[is_test, "y"].to_numpy(float)
+    cycles = next((c for k, c in LONG_CYCLES.items() if uid.startswith(k)), ())
+    rows = []
+    for context in sorted({min(y_train.size, 3 * max(cycles) if cycles else 300),
+                           min(y_train.size, BASELINE_CONTEXT)}):
+        start = time.perf_counter()
+        out = forecaster(y_train[-context:], y_test.size, season, cycles)
+        seconds = time.perf_counter() - start
+        for model, (mean, lo, hi) in out.items():
+            rows.append({"unique_id": uid, "context": context, "model": model,
+                         "seconds": seconds, **scores(y_train, y_test, mean, lo, hi, season)})
+    return rows
 
 
 # --- one fit (runs in a child process) -----------------------------------------------------
@@ -248,7 +303,7 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tiny", action="store_true", help="seconds-long smoke run")
     ap.add_argument("--parts", nargs="+", default=["eval", "fit", "long"],
-                    choices=("eval", "fit", "long"))
+                    choices=("eval", "fit", "long", "baselines"))
     ap.add_argument("--sizes", nargs="+", type=int,
                     default=[100, 300, 1000, 3000, 10000, 30000])
     ap.add_argument("--eval-sizes", nargs="+", type=int, default=[300, 1000, 3000, 10000, 30000])
@@ -343,6 +398,14 @@ def main(argv=None) -> dict:
             row = {"unique_id": uid, "season": season, **run_case(spec, args.timeout)}
             report["long"].append(row)
             print(json.dumps(row), flush=True)
+    if "baselines" in args.parts and args.long is not None:
+        report["baselines"] = []
+        ids = pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique()
+        for uid in [u for u in ids if not args.long_ids or u in args.long_ids]:
+            season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
+            for row in long_baselines(args.long, uid, season, last=args.long_last):
+                report["baselines"].append(row)
+                print(json.dumps(row), flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2))
     return report

@@ -82,3 +82,57 @@ def test_long_ids_must_name_series_of_the_csv(tmp_path):
                   "split": ["train", "test"]}).to_csv(path, index=False)
     with pytest.raises(SystemExit, match=r"\['b'\]"):
         bench.main(["--tiny", "--parts", "long", "--long", str(path), "--long-ids", "b"])
+
+
+def _half_hourly_csv(tmp_path, n: int, test: int):
+    t = np.arange(n)
+    frame = pd.DataFrame({"unique_id": "forecast.taylor",
+                          "ds": pd.date_range("2000-06-05", periods=n, freq="30min"),
+                          "y": 10 + np.sin(2 * np.pi * t / 48) + 0.3 * np.sin(2 * np.pi * t / 336),
+                          "split": np.where(t >= n - test, "test", "train")})
+    path = tmp_path / "long.csv"
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_baselines_part_scores_each_model_on_both_contexts(tmp_path):
+    """A stand-in forecaster that returns seasonal naive as "Naive48" and the training mean as
+    "Mean": the first scores exactly 1 against seasonal naive; the contexts are three weeks
+    and the last BASELINE_CONTEXT points (here the whole training series), each handed over
+    as the series' last points."""
+    bench = _load()
+    path, frame = _half_hourly_csv(tmp_path, 1200, 48)
+    y_train = frame["y"].to_numpy()[:-48]
+    seen = []
+
+    def fake(y, h, season, cycles):
+        seen.append((y.size, h, season, cycles))
+        np.testing.assert_allclose(y, y_train[-y.size:], rtol=1e-15)  # CSV round trip
+        naive = y[-season:][np.arange(h) % season]
+        mean = np.full(h, y.mean())
+        return {"Naive48": (naive, naive - 1.0, naive + 1.0), "Mean": (mean, mean, mean)}
+
+    rows = bench.long_baselines(path, "forecast.taylor", 48, forecaster=fake)
+    assert seen == [(1008, 48, 48, (48, 336)), (1152, 48, 48, (48, 336))]
+    by = {(r["context"], r["model"]): r for r in rows}
+    assert set(by) == {(c, m) for c in (1008, 1152) for m in ("Naive48", "Mean")}
+    for c in (1008, 1152):
+        assert by[c, "Naive48"]["mase_ratio"] == pytest.approx(1.0, rel=1e-12)
+        assert by[c, "Naive48"]["coverage95"] == 1.0
+        # the mean of a seasonal series misses the daily swing
+        assert by[c, "Mean"]["mase_ratio"] > 2.0 and by[c, "Mean"]["coverage95"] < 0.5
+
+
+def test_baselines_from_statsforecast_on_a_tiny_series(tmp_path):
+    """The real statsforecast (the [bench] extra): every model's row is finite, and MSTL over
+    the day and the week forecasts a noiseless day-plus-week series better than seasonal
+    naive, which repeats yesterday."""
+    pytest.importorskip("statsforecast")
+    bench = _load()
+    path, _ = _half_hourly_csv(tmp_path, 1200, 48)
+    report = bench.main(["--parts", "baselines", "--long", str(path)])
+    by = {(r["context"], r["model"]): r for r in report["baselines"]}
+    assert {m for _, m in by} == {"SeasonalNaive", "AutoETS", "AutoTheta", "MSTL"}
+    assert all(np.isfinite(r["mase_ratio"]) for r in by.values())
+    assert by[1008, "SeasonalNaive"]["mase_ratio"] == pytest.approx(1.0, rel=1e-9)
+    assert by[1008, "MSTL"]["mase_ratio"] < 0.5
