@@ -13,7 +13,8 @@ Three parts, each optional:
   the exact likelihood), ``exact`` and ``sparse`` (every point, with that likelihood);
 * ``long``: the same for the real long series in a CSV (``unique_id, ds, y, split``; rows with
   ``split == test`` held out), with defaults (``--window`` sets ``data.window``,
-  ``--window-seasons`` sets ``data.window_seasons``);
+  ``--window-seasons`` sets ``data.window_seasons``; ``--origins 1 2 3`` forecasts rolling
+  origins inside the training rows instead of the test split, for choosing settings);
 * ``baselines``: statsforecast's SeasonalNaive, AutoETS, AutoTheta and, for the sub-daily series,
   MSTL over the day and the week, on the same long series, scored the same way, each on two
   contexts: three cycles of the longest season (300 points where there is none) and the last
@@ -165,7 +166,14 @@ def _child(spec: dict) -> dict:
         frame = frame.assign(ds=ds if ds.notna().all() else pd.to_datetime(frame["ds"]))
         is_test = frame["split"].eq("test").to_numpy()
         train = frame.loc[~is_test, ["ds", "y"]]
-        test_t, y_test = frame.loc[is_test, "ds"], frame.loc[is_test, "y"].to_numpy(float)
+        test = frame.loc[is_test, ["ds", "y"]]
+        if spec.get("origin"):
+            # A rolling origin inside the training rows: the test split is dropped, and the
+            # horizon's points that end `origin` horizons before it are forecast instead.
+            h = len(test)
+            end = len(train) - (spec["origin"] - 1) * h
+            train, test = train.iloc[: end - h], train.iloc[end - h: end]
+        test_t, y_test = test["ds"], test["y"].to_numpy(float)
         y_train = train["y"].to_numpy(float)
     model = AutoGP(progress=False, seed=spec["seed"], overrides=overrides)
     start = time.perf_counter()
@@ -332,6 +340,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--eval-timeout", type=float, default=600.0,
                     help="seconds per N in the eval part (its own process)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--origins", nargs="+", type=int, default=None,
+                    help="long part: validate on rolling origins inside the training rows "
+                         "instead of the test split (k: forecast the horizon that ends k "
+                         "horizons before the test rows; only the test rows' count is read)")
     ap.add_argument("--warm", action="store_true",
                     help="fit each series twice in its process and report the second fit's "
                          "time too (warm_fit_s: every program already compiled)")
@@ -392,12 +404,14 @@ def main(argv=None) -> dict:
             long_overrides["data.window_seasons"] = args.window_seasons
         for uid in ids:
             season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
-            spec = {"kind": "csv", "path": str(args.long), "unique_id": uid, "seed": args.seed,
-                    "season": season, "last": args.long_last, "overrides": long_overrides,
-                    "warm": args.warm}
-            row = {"unique_id": uid, "season": season, **run_case(spec, args.timeout)}
-            report["long"].append(row)
-            print(json.dumps(row), flush=True)
+            for origin in args.origins or [0]:
+                spec = {"kind": "csv", "path": str(args.long), "unique_id": uid,
+                        "seed": args.seed, "season": season, "last": args.long_last,
+                        "overrides": long_overrides, "warm": args.warm, "origin": origin}
+                row = {"unique_id": uid, "season": season, "origin": origin,
+                       **run_case(spec, args.timeout)}
+                report["long"].append(row)
+                print(json.dumps(row), flush=True)
     if "baselines" in args.parts and args.long is not None:
         report["baselines"] = []
         ids = pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique()

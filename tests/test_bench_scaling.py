@@ -136,3 +136,27 @@ def test_baselines_from_statsforecast_on_a_tiny_series(tmp_path):
     assert all(np.isfinite(r["mase_ratio"]) for r in by.values())
     assert by[1008, "SeasonalNaive"]["mase_ratio"] == pytest.approx(1.0, rel=1e-9)
     assert by[1008, "MSTL"]["mase_ratio"] < 0.5
+
+
+def test_long_part_on_a_rolling_origin_forecasts_training_rows(tmp_path):
+    """--origins 2: the training rows end two horizons before the test split, the next horizon
+    of training rows is forecast, and no test value enters the scores (the test rows here are
+    NaN, which would make any score NaN)."""
+    bench = _load()
+    path, frame = _half_hourly_csv(tmp_path, 80, 6)
+    rng = np.random.default_rng(1)
+    frame["y"] += 0.05 * rng.normal(size=len(frame))
+    frame.loc[frame["split"] == "test", "y"] = np.nan
+    frame.to_csv(path, index=False)
+    report = bench.main(["--tiny", "--parts", "long", "--long", str(path), "--window", "0",
+                         "--origins", "2"])
+    (row,) = report["long"]
+    assert "error" not in row, row
+    # --tiny keeps the last 60 rows: 54 training rows; origin 2 fits the first 54 - 12 of them
+    y = frame["y"].to_numpy()[-60:]
+    assert row["origin"] == 2 and row["training_points"] == 42
+    y_train, y_next = y[:42], y[42:48]
+    # 42 points are under one season of 48: naive repeats the last value, MASE's scale is one step
+    naive, scale = y_train[-1], np.mean(np.abs(np.diff(y_train)))
+    assert row["mase_naive"] == pytest.approx(np.mean(np.abs(y_next - naive)) / scale, rel=1e-9)
+    assert np.isfinite(row["mase"]) and 0.0 <= row["coverage95"] <= 1.0
