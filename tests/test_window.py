@@ -139,7 +139,7 @@ def test_the_stride_spans_two_cycles_of_the_longest_season(freq, n, window, stri
     series = from_frame(_regular(freq, n))
     config = load_config(None, {"data.window": window, "data.window_seasons": 2})
     assert fitting.window_stride(series, config) == stride
-    off = load_config(None, {"data.window": window})  # the default: no thinning
+    off = load_config(None, {"data.window": window, "data.window_seasons": 0})
     assert fitting.window_stride(series, off) == 1
     np.testing.assert_array_equal(fitting.fitting_window(series, off).series.t,
                                   series.t[-window:])
@@ -148,6 +148,37 @@ def test_the_stride_spans_two_cycles_of_the_longest_season(freq, n, window, stri
     expected = series.t[::-1][:window * stride][::stride][::-1]
     np.testing.assert_array_equal(kept.t, expected)
     assert kept.n == min(window, -(-min(n, window * stride) // stride))
+
+
+@pytest.mark.parametrize(
+    ("freq", "n", "stride"),
+    [
+        ("30min", 1400, 4),  # three weeks of half-hours, 1,008 points: every 4th
+        ("30min", 5000, 4),
+        ("h", 1400, 2),  # 504 hours: every 2nd
+        ("5min", 4900, 17),  # under three weeks (6,048 steps): all of them, ceil(4900 / 300)
+        ("h", 300, 1),  # no longer than the window
+        ("D", 1500, 1),  # never thinned
+        ("MS", 600, 1),
+    ],
+)
+def test_by_default_sub_daily_windows_span_three_cycles_of_the_longest_season(freq, n, stride):
+    from autogp.data import from_frame
+
+    series = from_frame(_regular(freq, n))
+    config = load_config(None, {})
+    assert config.data.window_seasons == 3
+    assert fitting.window_stride(series, config) == stride
+    kept = fitting.fitting_window(series, config).series
+    assert kept.n == min(300, -(-n // stride))
+    if stride > 1:
+        from autogp.data.seasons import candidate_periods
+
+        # the smallest stride whose 300 points reach back three weeks (or over every point)
+        week = max(candidate_periods(series.axis))  # in the axis' units
+        reach = min(3 * week, series.t[-1] - series.t[0])
+        assert kept.t[-1] - kept.t[0] >= reach - stride * series.axis.step
+        assert 299 * (stride - 1) * series.axis.step < reach
 
 
 def test_a_thinned_window_reads_saves_and_forecasts_as_the_thinned_points(tmp_path):

@@ -72,7 +72,7 @@ class DataConfig:
         "int", lo=0, hi=100_000_000,
     )
     window_seasons: int = key(
-        0,
+        3,
         "cycles of the longest calendar season the window spans (0: off): hourly and finer "
         "series whose `window` recent points cover fewer cycles (300 half-hours are under a "
         "week) keep every k-th point of that span instead, `window` points in all, at most "

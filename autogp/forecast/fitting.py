@@ -58,8 +58,9 @@ def window_stride(series: TimeSeries, config: Config) -> int:
     ``window`` points. The stride is capped so that the shortest season keeps
     ``MIN_POINTS_PER_CYCLE`` points a cycle (a day of half-hours: 16 at stride 3), which never
     thins daily, weekly, monthly or trading-day data (their shortest season is under 16
-    steps), only hourly and finer series. Off by default: on the three sub-daily series of
-    ``benchmarks/scaling/`` it helped two and hurt the third (README there)."""
+    steps), only hourly and finer series. The default, k = 3 (three weeks of half-hours,
+    every 4th), was chosen on rolling origins inside the training data of the three sub-daily
+    series of ``benchmarks/scaling/`` (README there), against k = 0 (off) and 2."""
     window, cycles = config.data.window, config.data.window_seasons
     periods = candidate_periods(series.axis)
     if not window or not cycles or series.n <= window or not periods:
