@@ -99,6 +99,28 @@ def scores(y_train, y_test, mean, lo, hi, season: int) -> dict:
             "coverage95": coverage(y_test, lo, hi)}
 
 
+def by_prefix(table: dict, uid: str, default):
+    """The entry of ``table`` (LONG_SEASONS, LONG_CYCLES) whose key begins ``uid``."""
+    return next((v for k, v in table.items() if uid.startswith(k)), default)
+
+
+def long_rows(frame: pd.DataFrame, uid: str, *, last: int = 0,
+              origin: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The training rows of series ``uid`` of a long CSV and the rows it forecasts: its test
+    split, or with ``origin`` k the horizon of training rows that ends k - 1 horizons before
+    the test split (the test rows then give only the horizon). ``last``: only its last rows."""
+    rows = frame[frame["unique_id"] == uid]
+    if last:
+        rows = rows.iloc[-last:]
+    is_test = rows["split"].eq("test").to_numpy()
+    train, test = rows.loc[~is_test], rows.loc[is_test]
+    if origin:
+        h = len(test)
+        end = len(train) - (origin - 1) * h
+        train, test = train.iloc[: end - h], train.iloc[end - h: end]
+    return train, test
+
+
 # --- statsforecast on the long series (the baselines part) -------------------------------------
 def statsforecast_long(y: np.ndarray, h: int, season: int, cycles: tuple[int, ...]) -> dict:
     """``{model: (mean, lo95, hi95)}`` of statsforecast's models fitted to ``y``. AutoETS and
@@ -106,31 +128,26 @@ def statsforecast_long(y: np.ndarray, h: int, season: int, cycles: tuple[int, ..
     from statsforecast import StatsForecast
     from statsforecast.models import MSTL, AutoETS, AutoTheta, SeasonalNaive
 
+    from autogp.forecast.columns import interval_columns
+
     plain = season if season <= 24 else 1
-    models = [SeasonalNaive(season_length=season), AutoETS(season_length=plain),
-              AutoTheta(season_length=plain)]
+    models = {"SeasonalNaive": SeasonalNaive(season_length=season),
+              "AutoETS": AutoETS(season_length=plain), "AutoTheta": AutoTheta(season_length=plain)}
     if cycles:
-        models.append(MSTL(season_length=list(cycles), trend_forecaster=AutoETS(model="ZZN")))
+        models["MSTL"] = MSTL(season_length=list(cycles), trend_forecaster=AutoETS(model="ZZN"))
     frame = pd.DataFrame({"unique_id": "series", "ds": np.arange(y.size), "y": y})
-    fc = StatsForecast(models=models, freq=1).forecast(df=frame, h=h, level=[95])
-    names = [c for c in fc.columns if c not in ("unique_id", "ds") and "-lo-" not in c
-             and "-hi-" not in c]
-    return {m: (fc[m].to_numpy(float), fc[f"{m}-lo-95"].to_numpy(float),
-                fc[f"{m}-hi-95"].to_numpy(float)) for m in names}
+    fc = StatsForecast(models=list(models.values()), freq=1).forecast(df=frame, h=h, level=[95])
+    return {m: tuple(fc[c].to_numpy(float) for c in (m, *interval_columns(m, 95)))
+            for m in models}
 
 
-def long_baselines(path: Path, uid: str, season: int, *, last: int = 0,
+def long_baselines(frame: pd.DataFrame, uid: str, season: int, *, last: int = 0,
                    forecaster=statsforecast_long) -> list[dict]:
     """Rows ``{unique_id, context, model, mase, mase_ratio, coverage95}`` of ``forecaster`` on
-    series ``uid`` of the long CSV at ``path``, for both contexts of the ``baselines`` part."""
-    frame = pd.read_csv(path)
-    frame = frame[frame["unique_id"] == uid]
-    if last:
-        frame = frame.iloc[-last:]
-    is_test = frame["split"].eq("test").to_numpy()
-    y_train = frame.loc[~is_test, "y"].to_numpy(float)
-    y_test = frame.loc[is_test, "y"].to_numpy(float)
-    cycles = next((c for k, c in LONG_CYCLES.items() if uid.startswith(k)), ())
+    series ``uid`` of the long CSV ``frame``, for both contexts of the ``baselines`` part."""
+    train, test = long_rows(frame, uid, last=last)
+    y_train, y_test = train["y"].to_numpy(float), test["y"].to_numpy(float)
+    cycles = by_prefix(LONG_CYCLES, uid, ())
     rows = []
     for context in sorted({min(y_train.size, 3 * max(cycles) if cycles else 300),
                            min(y_train.size, BASELINE_CONTEXT)}):
@@ -159,20 +176,11 @@ def _child(spec: dict) -> dict:
         y_train = y[:n]
     else:
         frame = pd.read_csv(spec["path"])
-        frame = frame[frame["unique_id"] == spec["unique_id"]]
-        if spec.get("last"):
-            frame = frame.iloc[-spec["last"]:]
         ds = pd.to_numeric(frame["ds"], errors="coerce")
         frame = frame.assign(ds=ds if ds.notna().all() else pd.to_datetime(frame["ds"]))
-        is_test = frame["split"].eq("test").to_numpy()
-        train = frame.loc[~is_test, ["ds", "y"]]
-        test = frame.loc[is_test, ["ds", "y"]]
-        if spec.get("origin"):
-            # A rolling origin inside the training rows: the test split is dropped, and the
-            # horizon's points that end `origin` horizons before it are forecast instead.
-            h = len(test)
-            end = len(train) - (spec["origin"] - 1) * h
-            train, test = train.iloc[: end - h], train.iloc[end - h: end]
+        train, test = long_rows(frame, spec["unique_id"], last=spec.get("last", 0),
+                                origin=spec.get("origin", 0))
+        train = train[["ds", "y"]]
         test_t, y_test = test["ds"], test["y"].to_numpy(float)
         y_train = train["y"].to_numpy(float)
     model = AutoGP(progress=False, seed=spec["seed"], overrides=overrides)
@@ -306,6 +314,18 @@ def eval_row(n: int, particles: int, inducing: int, exact_max: int, repeats: int
     return row
 
 
+def _long_ids(args) -> list[str]:
+    """The series of ``--long`` that the long and baselines parts run: ``--long-ids`` (each
+    must be in the CSV), else all of them."""
+    ids = list(pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique())
+    if not args.long_ids:
+        return ids
+    missing = sorted(set(args.long_ids) - set(ids))
+    if missing:
+        raise SystemExit(f"--long-ids: not in {args.long}: {missing}")
+    return [u for u in ids if u in args.long_ids]
+
+
 # --- main -----------------------------------------------------------------------------------------
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -390,20 +410,14 @@ def main(argv=None) -> dict:
                 print(json.dumps(row), flush=True)
     if "long" in args.parts and args.long is not None:
         report["long"] = []
-        ids = pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique()
-        if args.long_ids:
-            wanted = set(args.long_ids)
-            missing = sorted(wanted - set(ids))
-            if missing:
-                raise SystemExit(f"--long-ids: not in {args.long}: {missing}")
-            ids = [u for u in ids if u in wanted]
+        ids = _long_ids(args)
         long_overrides = dict(overrides)
         if args.window is not None:
             long_overrides["data.window"] = args.window
         if args.window_seasons is not None:
             long_overrides["data.window_seasons"] = args.window_seasons
         for uid in ids:
-            season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
+            season = by_prefix(LONG_SEASONS, uid, 1)
             for origin in args.origins or [0]:
                 spec = {"kind": "csv", "path": str(args.long), "unique_id": uid,
                         "seed": args.seed, "season": season, "last": args.long_last,
@@ -414,10 +428,10 @@ def main(argv=None) -> dict:
                 print(json.dumps(row), flush=True)
     if "baselines" in args.parts and args.long is not None:
         report["baselines"] = []
-        ids = pd.read_csv(args.long, usecols=["unique_id"])["unique_id"].unique()
-        for uid in [u for u in ids if not args.long_ids or u in args.long_ids]:
-            season = next((s for k, s in LONG_SEASONS.items() if uid.startswith(k)), 1)
-            for row in long_baselines(args.long, uid, season, last=args.long_last):
+        frame = pd.read_csv(args.long)
+        for uid in _long_ids(args):
+            season = by_prefix(LONG_SEASONS, uid, 1)
+            for row in long_baselines(frame, uid, season, last=args.long_last):
                 report["baselines"].append(row)
                 print(json.dumps(row), flush=True)
     if args.json is not None:

@@ -112,7 +112,7 @@ def test_baselines_part_scores_each_model_on_both_contexts(tmp_path):
         mean = np.full(h, y.mean())
         return {"Naive48": (naive, naive - 1.0, naive + 1.0), "Mean": (mean, mean, mean)}
 
-    rows = bench.long_baselines(path, "forecast.taylor", 48, forecaster=fake)
+    rows = bench.long_baselines(pd.read_csv(path), "forecast.taylor", 48, forecaster=fake)
     assert seen == [(1008, 48, 48, (48, 336)), (1152, 48, 48, (48, 336))]
     by = {(r["context"], r["model"]): r for r in rows}
     assert set(by) == {(c, m) for c in (1008, 1152) for m in ("Naive48", "Mean")}
