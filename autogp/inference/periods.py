@@ -46,17 +46,92 @@ class PeriodProposal(NamedTuple):
 
 
 # --- the periodogram (numpy, once per fit) ------------------------------------------------------
+#: Frequencies x points in one block of the direct periodogram: scipy's ``lombscargle`` holds
+#: several such arrays at once, so one call over every frequency of a 30,000-point series needs
+#: tens of GB (about 2.5 n frequencies by n points).
+DIRECT_BLOCK = 1 << 21
+#: Longest FFT of the gridded periodogram (beyond it the direct form is used).
+MAX_FFT = 1 << 25
+
+
+def _grid_steps(x: np.ndarray, step: float) -> np.ndarray | None:
+    """``x`` as integer multiples of ``step`` from its first value, or None when it is not on
+    such a grid (gaps are fine: the bank calls' nights and weekends)."""
+    k = (x - x.min()) / step
+    steps = np.rint(k)
+    return steps.astype(np.int64) if np.max(np.abs(k - steps)) <= 1e-6 else None
+
+
+def _gridded_sums(steps, resid, freqs, step):
+    """The periodogram's sums by FFT, for ``x`` on a grid: ``sum r cos(w x)``, ``sum r sin``
+    and ``sum cos(2 w x)``, ``sum sin(2 w x)`` over the points, all at once in O(L log L),
+    where the direct sums cost O(n x frequencies). The frequencies must be multiples of
+    ``1 / (L step)`` (the grid of ``candidate_periods`` is); folding the steps modulo L keeps
+    the sums exact for any L. None when they are not or L is too long."""
+    if len(freqs) < 2:
+        return None
+    fft_length = int(round(1.0 / ((freqs[1] - freqs[0]) * step)))
+    bins = freqs * fft_length * step
+    index = np.rint(bins)
+    if not 2 <= fft_length <= MAX_FFT or np.max(np.abs(bins - index)) > 1e-6:
+        return None
+    index = index.astype(np.int64)
+    folded = steps % fft_length
+    # For real a, sum a_k exp(+i 2 pi j k / L) = conj(FFT(a)_j).
+    ry = np.conj(np.fft.fft(np.bincount(folded, weights=resid, minlength=fft_length))[index])
+    count = np.bincount(folded, minlength=fft_length).astype(float)
+    twice = np.conj(np.fft.fft(count)[(2 * index) % fft_length])
+    return ry.real, ry.imag, twice.real, twice.imag
+
+
+def _gridded_power(steps, resid, freqs, step):
+    """Explained sum of squares of the best ``a cos + b sin`` at each frequency, from the
+    FFT sums, by the same phase rotation (tau) and clamping as ``scipy.signal.lombscargle``
+    with ``floating_mean=False``, so the two agree to rounding. None off the grid."""
+    sums = _gridded_sums(steps, resid, freqs, step)
+    if sums is None:
+        return None
+    yc, ys, cos2, sin2 = sums
+    n = float(len(resid))
+    cc, ss, cs = (n + cos2) / 2.0, (n - cos2) / 2.0, sin2 / 2.0
+    tau = 0.5 * np.arctan2(2.0 * cs, cc - ss)
+    c, s = np.cos(tau), np.sin(tau)
+    yc_tau, ys_tau = yc * c + ys * s, ys * c - yc * s
+    cc_tau = cc * c * c + 2.0 * cs * c * s + ss * s * s
+    floor = n * np.finfo(float).epsneg
+    ss_tau = np.maximum(n - cc_tau, floor)
+    cc_tau = np.maximum(cc_tau, floor)
+    return yc_tau**2 / cc_tau + ys_tau**2 / ss_tau
+
+
+def explained_power(x: np.ndarray, resid: np.ndarray, freqs: np.ndarray,
+                    step: float) -> np.ndarray:
+    """Sum of squares of ``resid`` explained by the best ``a cos + b sin`` (no mean) at each
+    frequency. On a grid of ``step`` (the usual case) by FFT; otherwise by
+    ``scipy.signal.lombscargle`` in blocks of frequencies, so memory stays bounded."""
+    steps = _grid_steps(x, step)
+    if steps is not None:
+        power = _gridded_power(steps, resid, freqs, step)
+        if power is not None:
+            return power
+    block = max(1, DIRECT_BLOCK // len(x))
+    # scipy's power without a floating mean is half the explained sum of squares.
+    return np.concatenate([
+        2.0 * lombscargle(x, resid, 2.0 * np.pi * freqs[i:i + block], floating_mean=False)
+        for i in range(0, len(freqs), block)])
+
+
 def candidate_periods(
     x: np.ndarray, y: np.ndarray, *, num: int = 3, oversample: int = 5
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``num`` strongest periods of ``y`` over ``x`` and their normalised weights.
 
-    The Lomb-Scargle periodogram (``scipy.signal.lombscargle``: least squares of a cos + b sin at
-    each frequency) of the linearly detrended series, as a share of its variance, on a grid of
-    frequencies from two cycles over the span to the Nyquist rate of the median spacing; peaks
-    are local maxima of the power, weighted by power. Irregular ``x`` is fine. Returns
-    ``(log_periods [k], weights [k])`` with ``k <= num`` (empty when the series is too short or
-    flat).
+    The Lomb-Scargle periodogram (least squares of a cos + b sin at each frequency,
+    ``explained_power``) of the linearly detrended series, as a share of its variance, on a
+    grid of frequencies from two cycles over the span to the Nyquist rate of the median
+    spacing; peaks are local maxima of the power, weighted by power. Irregular ``x`` is fine.
+    Returns ``(log_periods [k], weights [k])`` with ``k <= num`` (empty when the series is too
+    short or flat).
     """
     x = np.asarray(x, float)
     y = np.asarray(y, float)
@@ -74,9 +149,7 @@ def candidate_periods(
     freqs = np.arange(f_lo, f_hi, 1.0 / (oversample * span))
     if len(freqs) < 3:
         return np.zeros(0), np.zeros(0)
-    # scipy's Lomb-Scargle without a floating mean (the residuals are already detrended) is
-    # half the explained sum of squares of the best a cos + b sin at each frequency.
-    power = 2.0 * lombscargle(x, resid, 2.0 * np.pi * freqs, floating_mean=False) / total
+    power = explained_power(x, resid, freqs, step) / total
     peaks = np.flatnonzero((power[1:-1] > power[:-2]) & (power[1:-1] >= power[2:])) + 1
     if len(peaks) == 0:
         return np.zeros(0), np.zeros(0)
