@@ -41,6 +41,7 @@ import json
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -201,6 +202,8 @@ def _child(spec: dict) -> dict:
     out["structures"] = [{"structure": s, "weight": float(w)} for s, w in
                          zip(table["structure"][:5], table["weight"][:5], strict=True)]
     if spec.get("warm"):
+        # The cold row first, so that it survives a timeout of the second fit (run_case).
+        print(json.dumps(out), flush=True)
         # The same fit again in this process: every program is compiled, so this is the cost
         # of a fit with a warm cache (the same seed gives the same forecast).
         again = AutoGP(progress=False, seed=spec["seed"], overrides=overrides)
@@ -214,17 +217,36 @@ def _child(spec: dict) -> dict:
 
 
 def run_case(spec: dict, timeout: float) -> dict:
+    """Run one case in a child process under ``timeout`` seconds. A child that runs out of
+    time after its cold fit (``--warm``: the second fit is the one cut short) keeps the cold
+    fit's row, with ``warm_error`` saying why the warm figures are missing."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
     start = time.perf_counter()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as stopped:
+        error = f"timeout after {timeout:.0f} s"
+        cold = _last_row(stopped.stdout)
+        return {**cold, "warm_error": error} if cold else {"error": error}
     if done.returncode != 0:
+        if done.returncode < 0:  # killed by a signal: SIGKILL is usually the kernel's OOM killer
+            return {"error": f"killed by {signal.Signals(-done.returncode).name}"}
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = _last_row(done.stdout)
     out["wall_s"] = time.perf_counter() - start
     return out
+
+
+def _last_row(stdout: str | bytes | None) -> dict:
+    """The last complete JSON row a child printed (``{}`` if none)."""
+    if isinstance(stdout, bytes):
+        stdout = stdout.decode(errors="replace")
+    for line in reversed((stdout or "").strip().splitlines()):
+        try:
+            return json.loads(line)
+        except json.JSONDecodeError:
+            continue
+    return {}
 
 
 # --- per-evaluation cost ----------------------------------------------------------------------

@@ -160,3 +160,34 @@ def test_long_part_on_a_rolling_origin_forecasts_training_rows(tmp_path):
     naive, scale = y_train[-1], np.mean(np.abs(np.diff(y_train)))
     assert row["mase_naive"] == pytest.approx(np.mean(np.abs(y_next - naive)) / scale, rel=1e-9)
     assert np.isfinite(row["mase"]) and 0.0 <= row["coverage95"] <= 1.0
+
+
+def test_a_warm_refit_that_runs_out_of_time_keeps_the_cold_row(monkeypatch):
+    # The child prints the cold fit's row before the warm refit; a timeout then cuts the
+    # second row short. The cold figures must survive, marked as missing their warm part.
+    import subprocess
+
+    bench = _load()
+
+    def stop(cmd, **_):
+        raise subprocess.TimeoutExpired(cmd, 5, output=b'{"fit_s": 2.0, "mase": 0.5}\n{"fit_')
+
+    monkeypatch.setattr(bench.subprocess, "run", stop)
+    assert bench.run_case({"kind": "synthetic"}, 5) == {
+        "fit_s": 2.0, "mase": 0.5, "warm_error": "timeout after 5 s"}
+
+    def silent(cmd, **_):
+        raise subprocess.TimeoutExpired(cmd, 5, output=None)
+
+    monkeypatch.setattr(bench.subprocess, "run", silent)
+    assert bench.run_case({"kind": "synthetic"}, 5) == {"error": "timeout after 5 s"}
+
+
+def test_a_child_killed_by_a_signal_says_which(monkeypatch):
+    # The kernel's OOM killer leaves no stderr; the row must name the signal, not "failed".
+    import subprocess
+
+    bench = _load()
+    monkeypatch.setattr(bench.subprocess, "run",
+                        lambda cmd, **_: subprocess.CompletedProcess(cmd, -9, "", ""))
+    assert bench.run_case({"kind": "synthetic"}, 5) == {"error": "killed by SIGKILL"}
