@@ -233,6 +233,8 @@ def run_case(spec: dict, timeout: float) -> dict:
             return {"error": f"killed by {signal.Signals(-done.returncode).name}"}
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
     out = _last_row(done.stdout)
+    if not out:  # a child that exits cleanly without its row must not pass as a result
+        return {"error": "no result row printed"}
     out["wall_s"] = time.perf_counter() - start
     return out
 

@@ -191,3 +191,13 @@ def test_a_child_killed_by_a_signal_says_which(monkeypatch):
     monkeypatch.setattr(bench.subprocess, "run",
                         lambda cmd, **_: subprocess.CompletedProcess(cmd, -9, "", ""))
     assert bench.run_case({"kind": "synthetic"}, 5) == {"error": "killed by SIGKILL"}
+
+
+def test_a_child_that_prints_no_row_is_an_error_row(monkeypatch):
+    # A clean exit without the JSON row must not become a row of timings alone.
+    import subprocess
+
+    bench = _load()
+    monkeypatch.setattr(bench.subprocess, "run",
+                        lambda cmd, **_: subprocess.CompletedProcess(cmd, 0, "warning\n", ""))
+    assert bench.run_case({"kind": "synthetic"}, 5) == {"error": "no result row printed"}

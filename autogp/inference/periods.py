@@ -55,7 +55,7 @@ MAX_FFT = 1 << 25
 
 
 def _grid_steps(x: np.ndarray, step: float) -> np.ndarray | None:
-    """``x`` as integer multiples of ``step`` from its first value, or None when it is not on
+    """``x`` as integer multiples of ``step`` from its smallest value, or None when it is not on
     such a grid (gaps are fine: the bank calls' nights and weekends)."""
     k = (x - x.min()) / step
     steps = np.rint(k)
