@@ -55,7 +55,9 @@ from autogp.forecast.fitting import (  # noqa: E402
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
-HORIZON = {"YS": 6, "QS": 8, "MS": 18, "W": 13, "D": 14, "B": 14}
+HORIZON = {"YS": 6, "QS": 8, "MS": 18, "W": 13, "D": 14, "B": 14, "other": 8}
+#: Numeric time axes: trading-day numbers, and M3's "other" series (step numbers, no calendar).
+NUMERIC_FREQS = ("B", "other")
 QUANTILES = (0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.975)
 
 LIGHT = {"smc.num_particles": 8, "smc.num_rounds": 8, "smc.structure_moves": 15,
@@ -147,11 +149,12 @@ def training_windows(n: int, h: int, origins: int, min_train: int) -> list[tuple
 
 
 def load_series(dev: int, m3: int, seed: int, longest: int = 0,
-                ids: Sequence[str] = ()) -> list[dict]:
+                ids: Sequence[str] = (), m3_other: dict[str, int] | None = None) -> list[dict]:
     """Series as dicts (uid, freq, stamps, values of the TRAIN part): the ``dev`` shortest
     development-panel series with at least 30 training values (the ``longest`` longest
-    instead, when given, or the series named in ``ids``), and ``m3`` M3 monthly series drawn
-    with ``seed``."""
+    instead, when given, or the series named in ``ids``), ``m3`` M3 monthly series drawn
+    with ``seed``, and ``m3_other[freq]`` M3 series of each other group (``YS``, ``QS``,
+    ``other``) drawn with ``seed``."""
     out = []
     if dev or longest or ids:
         train = read_train(DATA / "dev_panel.csv.gz").dropna(subset=["y"])
@@ -173,11 +176,28 @@ def load_series(dev: int, m3: int, seed: int, longest: int = 0,
             g = train[train["unique_id"] == uid]
             out.append({"uid": uid, "freq": "MS", "ds": g["ds"].to_numpy(),
                         "y": g["y"].to_numpy(dtype=np.float64)})
+    if m3_other:
+        train = read_train(DATA / "m3_other.csv.gz")
+        rng = np.random.default_rng(seed)
+        for freq, count in m3_other.items():
+            group = train[train["freq"] == freq]
+            if group.empty:
+                raise ValueError(f"--m3-other: no M3 group {freq!r}; choose YS, QS or other")
+            ids = pd.unique(group["unique_id"])
+            for uid in sorted(rng.choice(ids, size=min(count, len(ids)), replace=False)):
+                g = group[group["unique_id"] == uid]
+                out.append({"uid": uid, "freq": freq, "ds": g["ds"].to_numpy(),
+                            "y": g["y"].to_numpy(dtype=np.float64)})
     return out
 
 
 def _time(ds: np.ndarray, freq: str) -> np.ndarray | pd.DatetimeIndex:
-    return ds.astype(np.float64) if freq == "B" else pd.DatetimeIndex(ds)
+    return ds.astype(np.float64) if freq in NUMERIC_FREQS else pd.DatetimeIndex(ds)
+
+
+def _calendar(freq: str) -> str | None:
+    """The frequency a numeric axis is named with (M3's "other" series have no calendar)."""
+    return None if freq == "other" else freq
 
 
 def make_windows(series: list[dict], origins: int) -> list[dict]:
@@ -185,13 +205,14 @@ def make_windows(series: list[dict], origins: int) -> list[dict]:
     windows = []
     for s in series:
         h = HORIZON[s["freq"]]
-        probe = with_frequency(from_arrays(_time(s["ds"], s["freq"]), s["y"]), s["freq"])
+        probe = with_frequency(from_arrays(_time(s["ds"], s["freq"]), s["y"]),
+                               _calendar(s["freq"]))
         m = seasonality(probe.axis)
         for cutoff, k in training_windows(len(s["y"]), h, origins, max(10, 2 * m + 4)):
             fit_part = with_frequency(
                 from_arrays(_time(s["ds"][:cutoff], s["freq"]), s["y"][:cutoff],
                             unique_id=f"{s['uid']}@{k}"),
-                s["freq"],
+                _calendar(s["freq"]),
             )
             windows.append({"series": fit_part, "uid": s["uid"], "origin": k, "cutoff": cutoff,
                             "h": h, "season": m, "target": s["y"][cutoff : cutoff + h]})
@@ -526,6 +547,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--ids", nargs="+", default=(),
                    help="these development-panel series instead of the shortest or longest")
     p.add_argument("--m3", type=int, default=4, help="M3 monthly series (seeded draw)")
+    p.add_argument("--m3-other", nargs="+", default=(), metavar="GROUP:N",
+                   help="N M3 series of each other group, YS, QS or other (seeded draw), "
+                   "e.g. QS:40 YS:40 other:20")
     p.add_argument("--limit", type=int, default=None, help="at most this many series in all")
     p.add_argument("--origins", type=int, default=2, help="forecast origins per series")
     p.add_argument("--candidates", default=None,
@@ -580,7 +604,13 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         write_summary(args.out, summary,
                       f"Transform rule from finished runs (no fits). Command: {command}")
         return summary
-    series = load_series(args.dev, args.m3, args.seed, args.dev_longest, args.ids)
+    m3_other = {}
+    for item in args.m3_other:
+        group, _, count = item.partition(":")
+        if not count.isdigit():
+            p.error(f"--m3-other {item!r}: expected GROUP:N, e.g. QS:40")
+        m3_other[group] = int(count)
+    series = load_series(args.dev, args.m3, args.seed, args.dev_longest, args.ids, m3_other)
     if args.limit is not None:
         series = series[: args.limit]
     windows = make_windows(series, args.origins)
@@ -607,7 +637,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     dev = (", ".join(args.ids) if args.ids else
            f"the {args.dev_longest} longest" if args.dev_longest else str(args.dev))
     note = (f"Rolling-origin validation on training data only: {len(series)} series "
-            f"({dev} development-panel, {args.m3} M3 monthly), {args.origins} origins each, "
+            f"({dev} development-panel, {args.m3} M3 monthly, M3 other groups "
+            f"{m3_other or 'none'}), {args.origins} origins each, "
             f"{len(windows)} windows; seed {args.seed}. Command: {command}")
     if args.rescore:
         n = int((table["candidate"] == "defaults").sum())
