@@ -70,6 +70,8 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # Each positive window in data and in log units, keeping the higher evidence in data units.
     "transform=evidence": {"data.transform": "evidence"},
     "BM=6": {"grammar.weights.BM": 6.0},
+    # The GP's prior mean at the mean of all training values instead of the recent level.
+    "center=mean": {"data.center": "mean"},
     # Integrated Brownian motion (a trend whose slope wanders; forecast variance ~ h^3).
     "IBM=6": {"grammar.weights.IBM": 6.0},
     "IBM=3": {"grammar.weights.IBM": 3.0},
