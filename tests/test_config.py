@@ -17,10 +17,12 @@ from autogp.config import (
     loads_config,
     parse_overrides,
 )
+from autogp.config.build import flatten
 from autogp.data import read_csv
 from autogp.kernels import spec
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples" / "data"
 SECTIONS = ["data", "grammar", "priors", "smc", "refine", "forecast", "output", "experiment"]
 
 
@@ -166,6 +168,24 @@ def test_overrides():
         parse_overrides(["seed"])
     with pytest.raises(ConfigError, match="smc.num_particles"):
         load_config(None, {"smc.num_particles": 0})
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.toml")), ids=lambda p: p.name)
+def test_bundled_configs_load_with_the_values_they_set(path):
+    """Every key a bundled config sets reads back as written (false or "": an output turned
+    off); every other key keeps its default."""
+    with path.open("rb") as fh:
+        written = flatten(tomllib.load(fh))
+    loaded = flatten(load_config(path).to_dict())
+    defaults = flatten(Config().to_dict())
+    assert set(written) <= set(loaded)
+    for key, value in loaded.items():
+        if key not in written:
+            assert value == defaults[key], key
+        elif value is None:  # an output turned off
+            assert written[key] is False or written[key] == "", key
+        else:
+            assert value == written[key], key
 
 
 def test_data_section_feeds_read_csv():

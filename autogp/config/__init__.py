@@ -21,16 +21,30 @@ errors are :class:`ConfigError` naming the full key (``smc.ess_threshold``), the
 and the bad value, and suggest the nearest valid key for unknown ones. ``engine_settings``
 turns a config into the typed grammar and settings the engine (``autogp.inference``) runs with.
 
-The package: ``keys`` (what a key is), ``build`` (building and validating from plain data,
-overrides, TOML reading), ``document`` (the key table and TOML writing) are generic;
-``sections`` and ``search`` hold the sections, ``root`` the whole :class:`Config`, and
-``engine`` the bridge to the engine's settings.
+Each key is declared once, as a field made by :func:`autogp.setting.setting` (type, default,
+range or choices, doc); the [smc] and [refine] sections are derived from the engine's own
+settings classes (:mod:`autogp.inference.settings`), so a setting added there is a key here, in
+``describe()`` and in the validation. :func:`config_class` gives the configuration of an engine
+class that declares more settings.
+
+The package: ``keys`` (sections and the error), ``build`` (building and validating from plain
+data, overrides, TOML reading), ``document`` (the key table and TOML writing) and ``derive``
+(sections from settings classes and back) are generic; ``sections`` and ``search`` hold the
+sections, ``root`` the whole :class:`Config`, and ``engine`` the bridge to the engine's
+settings.
 """
 
 from autogp.config.build import parse_overrides
 from autogp.config.engine import EngineSettings, engine_settings
 from autogp.config.keys import ConfigError
-from autogp.config.root import Config, default_toml, describe, load_config, loads_config
+from autogp.config.root import (
+    Config,
+    config_class,
+    default_toml,
+    describe,
+    load_config,
+    loads_config,
+)
 from autogp.config.search import (
     GrammarConfig,
     GrammarWeights,
@@ -55,6 +69,7 @@ __all__ = [
     "PriorsConfig",
     "RefineConfig",
     "SMCConfig",
+    "config_class",
     "default_toml",
     "describe",
     "engine_settings",

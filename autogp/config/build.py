@@ -1,10 +1,12 @@
 """Building a tree of sections from plain data: type coercion, range checks, unknown keys with
-the nearest valid one, dotted-key overrides and reading TOML. Generic: the sections themselves
-are in :mod:`autogp.config.sections` and :mod:`autogp.config.search`."""
+the nearest valid one, dotted-key overrides and reading TOML. Generic: every check is read from
+the fields' :class:`autogp.setting.Spec`; the sections themselves are in
+:mod:`autogp.config.sections` and :mod:`autogp.config.search`."""
 
 from __future__ import annotations
 
 import difflib
+import enum
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -12,7 +14,8 @@ from dataclasses import fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from autogp.config.keys import ConfigError, KeySpec
+from autogp.config.keys import ConfigError
+from autogp.setting import Spec
 
 
 def _type_name(v: Any) -> str:
@@ -21,8 +24,9 @@ def _type_name(v: Any) -> str:
     )
 
 
-def coerce(value: Any, sp: KeySpec, key: str) -> Any:
-    """``value`` checked against ``sp`` (ints stay ints, lists become tuples) for ``key``."""
+def coerce(value: Any, sp: Spec, key: str) -> Any:
+    """``value`` checked against ``sp`` for ``key``: ints stay ints, lists become tuples and
+    the choices of an enumeration its members."""
 
     def wrong(extra: str = "") -> ConfigError:
         return ConfigError(
@@ -72,7 +76,7 @@ def coerce(value: Any, sp: KeySpec, key: str) -> Any:
             raise ConfigError(
                 f"{key} = {value!r} is not allowed: expected {sp.allowed()}{hint}", key=key
             )
-        return value
+        return sp.enum(value) if sp.enum is not None else value
     if sp.kind == "list":
         if isinstance(value, str | bytes) or not isinstance(value, Iterable):
             raise wrong()
@@ -166,6 +170,8 @@ def to_dict(obj: Any) -> Any:
         return {f.name: to_dict(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, tuple | list):
         return [to_dict(v) for v in obj]
+    if isinstance(obj, enum.Enum):
+        return obj.value
     return obj
 
 

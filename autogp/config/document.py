@@ -8,7 +8,7 @@ from dataclasses import MISSING, fields
 from typing import Any
 
 from autogp.config.build import flatten, to_dict
-from autogp.config.keys import KeySpec
+from autogp.setting import Spec
 
 
 def describe(root: type) -> list[tuple[str, Any, str, str]]:
@@ -20,7 +20,7 @@ def describe(root: type) -> list[tuple[str, Any, str, str]]:
             if "section" in f.metadata:
                 walk(f.metadata["section"], f"{prefix}{f.name}.")
             else:
-                sp: KeySpec = f.metadata["spec"]
+                sp: Spec = f.metadata["spec"]
                 default = f.default if f.default is not MISSING else None
                 rows.append((prefix + f.name, to_dict(default), sp.allowed(), sp.doc))
 

@@ -6,12 +6,12 @@ baseline gets its grammar and settings from :func:`engine_settings`.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import NamedTuple
 
+from autogp.config.derive import settings_from
 from autogp.config.root import Config
 from autogp.inference.grammar import Grammar
-from autogp.inference.settings import RefineSettings, SMCSettings
+from autogp.inference.settings import SMCSettings
 from autogp.kernels import spec
 
 
@@ -43,21 +43,12 @@ def _grammar(config: Config) -> Grammar:
 
 
 def _smc_settings(config: Config) -> SMCSettings:
-    """[smc] and [refine] keys of the same names; the two move probabilities become one."""
-    smc = config.smc
-    total = smc.subtree_replace + smc.detach_attach
-    same_name = {
-        f.name: getattr(smc, f.name)
-        for f in dataclasses.fields(SMCSettings)
-        if f.name not in ("replace_prob", "refine")
-    }
-    refine = RefineSettings(
-        **{f.name: getattr(config.refine, f.name) for f in dataclasses.fields(RefineSettings)}
-    )
-    return SMCSettings(
-        **same_name,
-        replace_prob=smc.subtree_replace / total if total > 0 else SMCSettings.replace_prob,
-        refine=refine,
+    """The settings class [smc] was derived from, built from the [smc] and [refine] keys of
+    its settings' names; the keys [smc] writes for an engine setting give that setting."""
+    smc, refine = config.smc, config.refine
+    return settings_from(
+        smc, type(smc).SETTINGS,
+        refine=settings_from(refine, type(refine).SETTINGS), **smc.engine_fields(),
     )
 
 

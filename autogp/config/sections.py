@@ -6,19 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from autogp.config.keys import ConfigError, KeySpec, key
+from autogp.config.keys import ConfigError
 from autogp.data.limits import MIN_POINTS
+from autogp.setting import Spec, setting
 
 
 @dataclass(frozen=True)
 class DataConfig:
     """[data]: the input series and how to read it (see ``autogp.data.read_csv``)."""
 
-    path: str | None = key(None, "CSV file with the series", "str", optional=True)
-    time_col: str = key("ds", "column with time stamps (dates or numbers)", "str")
-    target_col: str = key("y", "column with the values", "str")
-    id_col: str | None = key(None, "series-id column of a panel", "str", optional=True)
-    transform: str = key(
+    path: str | None = setting(None, "CSV file with the series", kind="str", optional=True)
+    time_col: str = setting("ds", "column with time stamps (dates or numbers)")
+    target_col: str = setting("y", "column with the values")
+    id_col: str | None = setting(None, "series-id column of a panel", kind="str", optional=True)
+    transform: str = setting(
         "auto",
         "variance-stabilising transform of y: 'auto' (log or Box-Cox when the training data's "
         "seasonal swing grows with the level, by Guerrero's method, and log for monthly and "
@@ -26,66 +27,63 @@ class DataConfig:
         "'none', 'log', 'boxcox' (lambda from data.boxcox_lambda or estimated), or "
         "'evidence' (fit a positive series in data and in log units, keep the fit with the "
         "higher evidence in data units; twice the cost)",
-        "choice",
+        kind="choice",
         choices=("auto", "none", "log", "boxcox", "evidence"),
     )
-    boxcox_lambda: float | None = key(
-        None, "Box-Cox lambda for transform = 'boxcox' (unset: Guerrero's estimate)", "float",
+    boxcox_lambda: float | None = setting(
+        None, "Box-Cox lambda for transform = 'boxcox' (unset: Guerrero's estimate)", kind="float",
         lo=-1.0, hi=2.0, optional=True,
     )
-    log_transform: bool = key(
+    log_transform: bool = setting(
         False, "fit log(y) (values must be positive); true is an alias of transform = 'log'",
-        "bool",
     )
-    center: str = key(
+    center: str = setting(
         "recent",
         "prior mean of the model: 'recent', the mean of the series' last season (12 months, "
         "7 days, ...; else its last tenth), so that stationary parts of a forecast revert to "
         "the recent level; or 'mean', the whole series' mean (AutoGP.jl)",
-        "choice",
+        kind="choice",
         choices=("mean", "recent"),
     )
-    strict: bool = key(False, "missing/non-finite values are errors, not dropped", "bool")
-    aggregate: str | None = key(
+    strict: bool = setting(False, "missing/non-finite values are errors, not dropped")
+    aggregate: str | None = setting(
         None,
         "how to combine rows with the same time stamp (unset: duplicates are an error)",
-        "choice",
+        kind="choice",
         choices=("mean", "sum", "last", "first", "median"),
         optional=True,
     )
-    split_col: str | None = key(
-        None, "column marking held-out rows (e.g. 'split')", "str", optional=True
+    split_col: str | None = setting(
+        None, "column marking held-out rows (e.g. 'split')", kind="str", optional=True
     )
-    test_value: str = key("test", "value of split_col that marks a test row", "str")
-    freq_col: str | None = key(
+    test_value: str = setting("test", "value of split_col that marks a test row")
+    freq_col: str | None = setting(
         None,
         "column with each series' frequency (a pandas alias: YS, QS, MS, W, D, B, h, 30min); "
         "names the calendar of numeric time stamps (B: trading-day numbers) for the seasons "
         "(autogp run)",
-        "str", optional=True,
+        kind="str", optional=True,
     )
-    window: int = key(
+    window: int = setting(
         300,
         "fit on the most recent `window` training points of a longer series (0: all of them, "
         "with the sparse likelihood above smc.sparse_above points): a forecast depends on the "
-        "recent past, and a fit's cost grows as n^3 (n m^2 sparse)",
-        "int", lo=0, hi=100_000_000,
+        "recent past, and a fit's cost grows as n^3 (n m^2 sparse)", lo=0, hi=100_000_000,
     )
-    window_seasons: int = key(
+    window_seasons: int = setting(
         3,
         "cycles of the longest calendar season the window spans (0: off): hourly and finer "
         "series whose `window` recent points cover fewer cycles (300 half-hours are under a "
         "week) keep every k-th point of that span instead, `window` points in all, at most "
-        "one in 8 of the shortest season's steps (see README, Long series)",
-        "int", lo=0, hi=1000,
+        "one in 8 of the shortest season's steps (see README, Long series)", lo=0, hi=1000,
     )
-    max_points: int = key(
-        5000, "largest series fitted with an exact GP (cost ~ n^3)", "int", lo=3, hi=1_000_000
+    max_points: int = setting(
+        5000, "largest series fitted with an exact GP (cost ~ n^3)", lo=3, hi=1_000_000
     )
-    sep: str | None = key(
+    sep: str | None = setting(
         None,
         "CSV separator (unset: detected)",
-        "choice",
+        kind="choice",
         choices=(",", ";", "\t", "|"),
         optional=True,
     )
@@ -134,30 +132,30 @@ class DataConfig:
 class ForecastConfig:
     """[forecast]: what to predict."""
 
-    horizon: int = key(
-        12, "steps ahead on the data's grid (0: fit only)", "int", lo=0, hi=1_000_000
+    horizon: int = setting(
+        12, "steps ahead on the data's grid (0: fit only)", lo=0, hi=1_000_000
     )
-    levels: tuple[float, ...] = key(
+    levels: tuple[float, ...] = setting(
         (80.0, 95.0),
         "central prediction-interval levels in percent",
-        "list",
-        item=KeySpec("float", "", lo=0.0, hi=100.0, lo_open=True, hi_open=True),
+        kind="list",
+        item=Spec("float", "", lo=0.0, hi=100.0, lo_open=True, hi_open=True),
     )
-    quantiles: tuple[float, ...] | None = key(
+    quantiles: tuple[float, ...] | None = setting(
         None,
         "extra quantiles to report, e.g. [0.1, 0.5, 0.9]",
-        "list",
-        item=KeySpec("float", "", lo=0.0, hi=1.0, lo_open=True, hi_open=True),
+        kind="list",
+        item=Spec("float", "", lo=0.0, hi=1.0, lo_open=True, hi_open=True),
         optional=True,
     )
-    observation_noise: bool = key(
-        True, "intervals for new observations (true) or for the latent function (false)", "bool"
+    observation_noise: bool = setting(
+        True, "intervals for new observations (true) or for the latent function (false)"
     )
-    point: str = key(
+    point: str = setting(
         "mean",
         "point forecast: the predictive mean, or the median (best under absolute-error metrics "
         "such as MASE and sMAPE; below the mean under a log or Box-Cox transform)",
-        "choice",
+        kind="choice",
         choices=("mean", "median"),
     )
 
@@ -174,10 +172,10 @@ class ForecastConfig:
 class OutputConfig:
     """[output]: files written by a fit, inside ``dir``; ``false`` or "" turns one off."""
 
-    dir: str = key("autogp_out", "output directory", "str")
-    forecast: str | None = key("forecast.csv", "forecast table", "str", optional=True)
-    plot: str | None = key("forecast.png", "forecast plot", "str", optional=True)
-    model: str | None = key("model.autogp", "fitted model (structures, parameters)", "str",
+    dir: str = setting("autogp_out", "output directory")
+    forecast: str | None = setting("forecast.csv", "forecast table", optional=True)
+    plot: str | None = setting("forecast.png", "forecast plot", optional=True)
+    model: str | None = setting("model.autogp", "fitted model (structures, parameters)",
                              optional=True)  # fmt: skip
 
 
@@ -185,9 +183,10 @@ class OutputConfig:
 class ExperimentConfig:
     """[experiment]: a named benchmark run."""
 
-    name: str | None = key(None, "experiment name (used in result files)", "str", optional=True)
-    metrics: tuple[str, ...] = key(
-        ("smape", "mase", "coverage"), "metrics to report", "list", item=KeySpec("str", "")
+    name: str | None = setting(
+        None, "experiment name (used in result files)", kind="str", optional=True)
+    metrics: tuple[str, ...] = setting(
+        ("smape", "mase", "coverage"), "metrics to report", kind="list", item=Spec("str", "")
     )
 
     def validate(self, prefix: str) -> None:
