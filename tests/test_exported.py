@@ -154,6 +154,31 @@ def test_equal_settings_give_one_key_however_their_parts_are_shared_or_cached():
     assert key(grammar, shared) != key(grammar, dataclasses.replace(settings, structure_moves=3))
 
 
+def test_static_digest_is_equal_for_equal_settings_and_differs_otherwise():
+    """The static part of a program key is a canonical text, not a pickle: equal settings (a
+    separate copy, lazily cached tables filled in) give equal bytes, and any compared field,
+    type (1 vs 1.0 vs True) or nesting that differs gives other bytes."""
+    grammar, settings, _, _, _ = _problem()
+    fresh = dataclasses.replace(grammar)
+    _ = grammar.node_log_prob_table
+    copy = dataclasses.replace(settings, refine=dataclasses.replace(settings.refine))
+    assert exported.static_digest((grammar, settings, 0)) == exported.static_digest(
+        (fresh, copy, 0))
+    variants = [
+        (grammar, settings, 0),
+        (grammar, settings, 1),
+        (grammar, settings, 1.0),
+        (grammar, settings, True),
+        (grammar, dataclasses.replace(settings, ess_threshold=0.25), 0),
+        (grammar, dataclasses.replace(settings, refine=dataclasses.replace(
+            settings.refine, steps=settings.refine.steps + 1)), 0),
+        (dataclasses.replace(grammar, max_depth=grammar.max_depth + 1), settings, 0),
+        [grammar, settings, 0],
+    ]
+    digests = [exported.static_digest(v) for v in variants]
+    assert len(set(digests)) == len(digests)
+
+
 def test_beside_the_compilation_cache_and_off_without_it(tmp_path, monkeypatch):
     monkeypatch.delenv("AUTOGP_EXPORTED_ROUNDS", raising=False)
     before = jax.config.jax_compilation_cache_dir

@@ -26,11 +26,11 @@ from memory.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import hashlib
-import io
+import json
 import os
-import pickle
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -101,21 +101,18 @@ def program_key(name: str, static: tuple, args: tuple) -> str:
                  jax.config.jax_enable_x64, _source_hash(), str(treedef), repr(avals)):
         digest.update(repr(part).encode())
         digest.update(b"\0")
-    digest.update(_pickled_without_memo(static))
+    digest.update(static_digest(static))
     return f"{name}-{digest.hexdigest()[:32]}"
 
 
-def _pickled_without_memo(obj: Any) -> bytes:
-    """Pickle the fields that equality compares, with the memo off, so equal settings always
-    give the same bytes. Plain ``pickle.dumps`` differs between equal objects in two ways: it
-    writes a back-reference where a part is shared (one fit) but not where it is a separate
-    copy (the next fit), and it includes values a ``functools.cached_property`` has stored in
-    the instance (the grammar's probability tables, present once a fit has used them)."""
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=4)
-    pickler.fast = True  # settings hold no cycles, the only thing the memo is needed for
-    pickler.dump(_compared_fields(obj))
-    return buffer.getvalue()
+def static_digest(obj: Any) -> bytes:
+    """A canonical text of the fields that equality compares (:func:`_compared_fields`): equal
+    settings give the same bytes however their parts are shared and whatever a
+    ``functools.cached_property`` has stored in them, different ones different bytes (JSON
+    keeps 1, 1.0 and True apart and writes floats exactly; other values by type and repr)."""
+    text = json.dumps(_compared_fields(obj), separators=(",", ":"), allow_nan=True,
+                      default=lambda v: f"{type(v).__module__}.{type(v).__qualname__}:{v!r}")
+    return text.encode("utf-8")
 
 
 def _compared_fields(obj: Any) -> Any:
@@ -129,6 +126,8 @@ def _compared_fields(obj: Any) -> Any:
         return type(obj).__name__, tuple(_compared_fields(v) for v in obj)
     if isinstance(obj, dict):
         return "dict", tuple(sorted((repr(k), _compared_fields(v)) for k, v in obj.items()))
+    if isinstance(obj, enum.Enum):  # by name and value (a StrEnum would pass for its string)
+        return type(obj).__qualname__, obj.name, _compared_fields(obj.value)
     return obj
 
 
@@ -145,7 +144,7 @@ def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
     """``program.fn(*program.static, *program.args)`` through a program exported to ``where``
     (or loaded from it; None: kept in memory only).
 
-    ``static`` are picklable settings baked into the program; ``args`` a tuple of pytrees of
+    ``static`` are hashable settings baked into the program; ``args`` a tuple of pytrees of
     arrays (no PRNG key arrays: pass their ``jax.random.key_data``); ``out_treedef`` the
     structure of the result, which the caller knows without tracing.
     """
