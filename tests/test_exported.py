@@ -50,6 +50,8 @@ def on_disk(tmp_path, monkeypatch):
 def _forget_programs(monkeypatch):
     """As in a new process: no program exported, loaded or compiled yet."""
     monkeypatch.setattr(exported, "_loaded", {})
+    monkeypatch.setattr(exported, "_jitted", {})
+    monkeypatch.setattr(exported, "_jitted_keys", set())
 
 
 def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monkeypatch):

@@ -1,5 +1,7 @@
-"""SMC rounds and initial particles as exported programs: compiled side by side, and kept on disk
-so that a fresh process skips tracing and lowering.
+"""autogp's one compilation wrapper: the SMC rounds, initial particles and other programs of a
+fit as exported programs, compiled side by side and kept on disk so that a fresh process skips
+tracing and lowering, or as plain ``jax.jit``; either way counted per program
+(:func:`programs`). The functions it runs are pure.
 
 Two costs of a first fit are cut here. A fit needs several programs: its initial particles and
 one round per data size its annealing rounds grow through. Jitted one by one, their compilations
@@ -44,6 +46,11 @@ _SUBDIR = "autogp-exported"
 #: Programs loaded (or exported) by this process, by file name: compiled, or still compiling
 #: (a future) while the fit that asked for them runs its first rounds.
 _loaded: dict[str, Callable | Future] = {}
+#: The same, where programs run as plain ``jax.jit`` (``AUTOGP_EXPORTED_ROUNDS=0`` or
+#: :func:`call_jitted`): the jitted function of each ``(fn, number of static arguments)``, and
+#: the keys of the programs it has run (jit's own cache holds their executables).
+_jitted: dict[tuple[Callable, int], Callable] = {}
+_jitted_keys: set[str] = set()
 _compile_pool: ThreadPoolExecutor | None = None
 
 
@@ -140,9 +147,24 @@ class Program(NamedTuple):
     args: tuple
 
 
+def call_jitted(program: Program, out_treedef: Any) -> Any:
+    """``program.fn(*program.static, *program.args)`` through ``jax.jit`` (the static
+    arguments static), counted in :func:`programs` like an exported program."""
+    leaves = jax.tree_util.tree_leaves(program.args)
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        return program.fn(*program.static, *program.args)
+    n = len(program.static)
+    if (program.fn, n) not in _jitted:
+        _jitted[program.fn, n] = jax.jit(program.fn, static_argnums=tuple(range(n)))
+    _jitted_keys.add(program_key(program.name, program.static, program.args))
+    out = _jitted[program.fn, n](*program.static, *program.args)
+    return jax.tree_util.tree_unflatten(out_treedef, jax.tree_util.tree_leaves(out))
+
+
 def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
     """``program.fn(*program.static, *program.args)`` through a program exported to ``where``
-    (or loaded from it; None: kept in memory only).
+    (or loaded from it; None: kept in memory only), or through :func:`call_jitted` where
+    exported programs are off (:func:`enabled`).
 
     ``static`` are hashable settings baked into the program; ``args`` a tuple of pytrees of
     arrays (no PRNG key arrays: pass their ``jax.random.key_data``); ``out_treedef`` the
@@ -153,6 +175,8 @@ def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
         # Under a transformation (jit, vmap, eval_shape): a compiled program cannot be traced
         # through, so trace the function itself.
         return program.fn(*program.static, *program.args)
+    if not enabled():
+        return call_jitted(program, out_treedef)
     key = program_key(program.name, program.static, program.args)
     if key not in _loaded:
         prepare(where, [program])
@@ -203,12 +227,14 @@ def forget() -> None:
         if isinstance(program, Future):
             program.exception()  # wait; a failed compilation has nothing to free
     _loaded.clear()
+    _jitted.clear()
+    _jitted_keys.clear()
 
 
 def programs(name: str) -> int:
-    """How many of ``name``'s programs this process has loaded or exported (one per distinct
-    key: a second fit with the same settings and shapes adds none)."""
-    return sum(key.startswith(f"{name}-") for key in _loaded)
+    """How many of ``name``'s programs this process has loaded, exported or jitted (one per
+    distinct key: a second fit with the same settings and shapes adds none)."""
+    return sum(key.startswith(f"{name}-") for key in (*_loaded, *_jitted_keys))
 
 
 def shapes(tree: Any) -> Any:
@@ -253,5 +279,5 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["Program", "call", "directory", "enabled", "forget", "prepare", "program_key",
-           "programs", "shapes"]
+__all__ = ["Program", "call", "call_jitted", "directory", "enabled", "forget", "prepare",
+           "program_key", "programs", "shapes", "static_digest"]
