@@ -94,6 +94,18 @@ def test_in_memory_programs_without_a_cache_write_nothing(tmp_path, monkeypatch)
     _assert_same(in_memory, jitted)
 
 
+def test_jitted_rounds_are_counted_once_per_program(monkeypatch):
+    """Where exported programs are off the wrapper runs ``jax.jit`` and counts its programs the
+    same way: one per round size, none added by a second run of the same shapes."""
+    _forget_programs(monkeypatch)
+    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
+    problem = _problem()  # two round sizes
+    _run(problem)
+    assert exported.programs("smc_round") == rounds.compilation_counts()["round"] == 2
+    _run(problem)
+    assert rounds.compilation_counts() == {"round": 2, "draws": 0}
+
+
 def test_a_corrupt_program_is_exported_afresh(on_disk, monkeypatch):
     problem = _problem(n=(20,), particles=2)
     problem = (*problem[:4], np.array([[8], [20]], dtype=np.int32))
