@@ -11,9 +11,11 @@ The public API is what this module re-exports::
     same = autogp.load("model.autogp")
 
 plus ``read_csv`` (data loading), ``load_config`` (TOML configuration) and ``parse``/``to_text``
-(kernel expressions). GP computations run in float64 inside each call; importing autogp never
-changes JAX's global settings. It does register a CPU lowering of JAX's Threefry hash that
-computes the same bits and compiles faster (``autogp._threefry``).
+(kernel expressions). GP computations run in float64 inside each call; importing autogp
+changes no JAX configuration flag. It does change one thing for the whole process: it registers
+a CPU lowering of JAX's Threefry hash (``jax.extend.random.threefry2x32_p``) that computes the
+same bits and compiles faster, so CPU programs lowered afterwards, the user's own included,
+draw the same random numbers with a different compile time (``autogp._threefry`` says why).
 """
 
 from autogp._threefry import install as install_threefry_lowering

@@ -13,7 +13,15 @@ and faster to run (``scripts/bench_threefry.py``).
 hash exactly, so every random draw, in autogp and in the user's own JAX code, is bit for bit what
 JAX's own lowering gives (``tests/test_threefry.py`` checks the Random123 known answers and
 compares with a process that never imported autogp). Only how the hash compiles changes.
-``import autogp`` calls it once.
+
+What ``import autogp`` changes, exactly: it calls :func:`install` once, which replaces JAX's
+CPU lowering rule of ``threefry2x32_p`` for the whole process. Every program lowered for the
+CPU afterwards, the user's own included, draws the same random bits as before; its compile
+time and its HLO text differ. Programs lowered for other platforms, and programs lowered
+before the import, are untouched; no JAX configuration flag changes. The rule is installed at
+import rather than around autogp's own calls because JAX offers no public way to restore the
+rule it replaces, and because autogp's programs are also lowered in worker processes (process
+pools, Dask workers) that only import autogp.
 """
 
 from __future__ import annotations

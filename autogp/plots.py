@@ -23,9 +23,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from autogp.data import TimeSeries
-from autogp.forecast.atomic import atomic_path
 from autogp.forecast.columns import MODEL_NAME, interval_pairs
 from autogp.forecast.explain import COMPONENTS
+from autogp.pipeline.atomic import atomic_path
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -47,12 +47,12 @@ from autogp.data.seasons import with_frequency  # noqa: E402
 from autogp.data.transform import choose_transform  # noqa: E402
 from autogp.experiments.scoring import quantiles_from_frame, scaled_crps  # noqa: E402
 from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
-from autogp.forecast.fitting import (  # noqa: E402
+from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
+from autogp.pipeline.fitting import (  # noqa: E402
     data_log_evidence,
     evidence_transforms,
     fitting_window,
 )
-from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 HORIZON = {"YS": 6, "QS": 8, "MS": 18, "W": 13, "D": 14, "B": 14, "other": 8}

@@ -200,7 +200,8 @@ def test_regular_grid_vjp_matches_finite_differences():
 def test_toeplitz_expansion_and_lag_sums_are_adjoint_brute_force(n):
     """``_toeplitz(f)[i, j] = f[|i - j|]`` and ``_lag_sums(A)[l]`` sums A over |i - j| = l (an
     unsymmetric A: both triangles count), by loops; together <toeplitz(f), A> = <f, lag_sums(A)>."""
-    from autogp.evaluator.gram import _lag_sums, _toeplitz
+    from autogp.evaluator.gram_values import lag_sums as _lag_sums
+    from autogp.evaluator.gram_values import toeplitz as _toeplitz
 
     rng = np.random.default_rng(n)
     f, A = rng.normal(size=n), rng.normal(size=(n, n))
@@ -217,7 +218,8 @@ def test_toeplitz_expansion_and_lag_sums_are_adjoint_brute_force(n):
 def test_regular_grid_lag_space_equals_the_general_path_on_stationary_subtrees():
     """On a grid, stationary subtrees are carried as lag vectors and expanded only below a
     non-stationary parent or at the root; values and gradients equal the general path's."""
-    from autogp.evaluator.gram import _matrix_nodes, _stationary_nodes
+    from autogp.evaluator.gram_values import matrix_nodes as _matrix_nodes
+    from autogp.evaluator.gram_values import stationary_nodes as _stationary_nodes
 
     rng = np.random.default_rng(270)
     mostly_stationary = list(spec.STATIONARY) * 4 + [spec.LIN, spec.BM]

@@ -50,6 +50,8 @@ def on_disk(tmp_path, monkeypatch):
 def _forget_programs(monkeypatch):
     """As in a new process: no program exported, loaded or compiled yet."""
     monkeypatch.setattr(exported, "_loaded", {})
+    monkeypatch.setattr(exported, "_jitted", {})
+    monkeypatch.setattr(exported, "_jitted_keys", set())
 
 
 def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monkeypatch):
@@ -90,6 +92,18 @@ def test_in_memory_programs_without_a_cache_write_nothing(tmp_path, monkeypatch)
     monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
     jitted, _ = _run(problem)
     _assert_same(in_memory, jitted)
+
+
+def test_jitted_rounds_are_counted_once_per_program(monkeypatch):
+    """Where exported programs are off the wrapper runs ``jax.jit`` and counts its programs the
+    same way: one per round size, none added by a second run of the same shapes."""
+    _forget_programs(monkeypatch)
+    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
+    problem = _problem()  # two round sizes
+    _run(problem)
+    assert exported.programs("smc_round") == rounds.compilation_counts()["round"] == 2
+    _run(problem)
+    assert rounds.compilation_counts() == {"round": 2, "draws": 0}
 
 
 def test_a_corrupt_program_is_exported_afresh(on_disk, monkeypatch):
@@ -152,6 +166,31 @@ def test_equal_settings_give_one_key_however_their_parts_are_shared_or_cached():
 
     assert key(grammar, shared) == key(copied, separate)
     assert key(grammar, shared) != key(grammar, dataclasses.replace(settings, structure_moves=3))
+
+
+def test_static_digest_is_equal_for_equal_settings_and_differs_otherwise():
+    """The static part of a program key is a canonical text, not a pickle: equal settings (a
+    separate copy, lazily cached tables filled in) give equal bytes, and any compared field,
+    type (1 vs 1.0 vs True) or nesting that differs gives other bytes."""
+    grammar, settings, _, _, _ = _problem()
+    fresh = dataclasses.replace(grammar)
+    _ = grammar.node_log_prob_table
+    copy = dataclasses.replace(settings, refine=dataclasses.replace(settings.refine))
+    assert exported.static_digest((grammar, settings, 0)) == exported.static_digest(
+        (fresh, copy, 0))
+    variants = [
+        (grammar, settings, 0),
+        (grammar, settings, 1),
+        (grammar, settings, 1.0),
+        (grammar, settings, True),
+        (grammar, dataclasses.replace(settings, ess_threshold=0.25), 0),
+        (grammar, dataclasses.replace(settings, refine=dataclasses.replace(
+            settings.refine, steps=settings.refine.steps + 1)), 0),
+        (dataclasses.replace(grammar, max_depth=grammar.max_depth + 1), settings, 0),
+        [grammar, settings, 0],
+    ]
+    digests = [exported.static_digest(v) for v in variants]
+    assert len(set(digests)) == len(digests)
 
 
 def test_beside_the_compilation_cache_and_off_without_it(tmp_path, monkeypatch):

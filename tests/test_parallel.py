@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -19,18 +20,18 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from autogp import AutoGP
+from autogp import AutoGP, load
 from autogp.cli.main import app
 from autogp.config import ConfigError
 from autogp.data import AutoGPDataWarning, from_arrays, from_frame
-from autogp.forecast.model import SeriesFit
+from autogp.forecast.outputs import series_outputs
+from autogp.inference.posterior import Posterior
 from autogp.parallel import (
     ResumeStore,
     SeriesError,
     chunk_series,
     fit_chunk,
     fit_panel,
-    series_outputs,
     single_thread_env,
 )
 from tests.test_forecast import install_fake_smc
@@ -135,7 +136,7 @@ def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch
     bad = from_arrays(np.arange(7.0), np.cos(np.arange(7.0)), unique_id="bad")
     config = AutoGP(particles=2).config.to_dict()
     out = fit_chunk([good, bad], config)
-    assert isinstance(out[0], SeriesFit) and out[0].unique_id == "good"
+    assert isinstance(out[0], Posterior) and out[0].unique_id == "good"
     assert out[1] == SeriesError("bad", "FloatingPointError: the Cholesky factor is not finite")
     # the picklable pieces travel: a fit survives a round trip and predicts the same
     again = pickle.loads(pickle.dumps(out[0]))
@@ -255,7 +256,7 @@ def test_an_interrupted_fit_resumes_without_refitting(one_process, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         AutoGP(TINY, progress=False).fit(_tiny_panel(), resume=resume,
                                          on_chunk=stop_after_first_chunk)
-    assert len(list(resume.glob("chunk-*.pkl"))) == 1
+    assert len(list(resume.glob("chunk-*.autogp"))) == 1
     done_first = fitted[0]
     fitted.clear()
     model = AutoGP(TINY, progress=False).fit(_tiny_panel(), resume=resume, on_chunk=fitted.append)
@@ -288,6 +289,43 @@ def test_resume_refuses_other_settings_and_refits_changed_data(monkeypatch, tmp_
     assert len(store.files()) == 3  # the new fit of 'b' replaced the stale one
     new_b = from_frame(changed, id_col="unique_id")
     assert sorted(store.load(new_b)) == ["a", "b", "c"]
+
+
+def test_resume_files_are_model_files_without_pickle(monkeypatch, tmp_path):
+    """Each chunk is an ``.autogp`` file (JSON and .npy members, loadable as a model) whose
+    posteriors are the fitted ones bit for bit; pickled chunks of an older autogp are never
+    opened, only reported, and their series are fitted again."""
+    install_fake_smc(monkeypatch)
+    (tmp_path / "chunk-0123.pkl").write_bytes(b"not opened")
+    with pytest.warns(AutoGPDataWarning, match="older autogp"):
+        model = AutoGP(particles=2, progress=False).fit(_tiny_panel(), resume=tmp_path)
+    files = ResumeStore(tmp_path, model.config, panel=True).files()
+    assert len(files) == 3
+    for path in files:
+        with zipfile.ZipFile(path) as zf:
+            assert sorted(zf.namelist()) == ["arrays.npz", "model.json", "notes.json"]
+        loaded = load(path)
+        for uid, fit in loaded.fits.items():
+            mine = model.fits[uid]
+            for name in ("ops", "params", "noise", "log_weights"):
+                assert np.array_equal(getattr(fit, name), getattr(mine, name))
+            assert np.array_equal(fit.series.y, mine.series.y)
+
+
+def test_a_windowed_fit_resumes(monkeypatch, tmp_path):
+    """A series longer than data.window is fitted on its window, and the resume folder still
+    recognises its data (the digest is of the series given, not of the window)."""
+    calls: list = []
+    install_fake_smc(monkeypatch, calls=calls)
+    long = pd.DataFrame({"unique_id": np.repeat(["a", "b"], 40),
+                         "ds": np.tile(np.arange(40), 2),
+                         "y": np.sin(np.arange(80) / 3.0) + np.arange(80) / 40})
+    settings = {"overrides": {"data.window": 24}, "progress": False}
+    AutoGP(particles=2, **settings).fit(long, resume=tmp_path)
+    assert len(calls) == 2
+    model = AutoGP(particles=2, **settings).fit(long, resume=tmp_path)
+    assert len(calls) == 2  # both loaded
+    assert all(fit.left_out > 0 for fit in model.fits.values())
 
 
 def _run_config(tmp_path: Path, data: Path, out: str) -> Path:
@@ -341,7 +379,7 @@ def test_run_stopped_midway_and_resumed_writes_the_same_files(monkeypatch, tmp_p
     args = ["run", str(config), "--quiet", "--holdout", "3", "--resume"]
     stopped = runner.invoke(app, args)
     assert stopped.exit_code == 130 and "interrupted" in stopped.stderr
-    chunks = list((tmp_path / "part" / "resume").glob("chunk-*.pkl"))
+    chunks = list((tmp_path / "part" / "resume").glob("chunk-*.autogp"))
     saved = len(calls)  # chunks of 2 series: the first four series are kept
     assert saved == 5 and len(chunks) == 2
     monkeypatch.setattr(smc, "run_smc", fake)

@@ -155,8 +155,8 @@ def test_late_steps_refine_only_the_rounds_on_at_most_half_the_data():
     by_hand = state
     no_steps = dataclasses.replace(settings, refine=dataclasses.replace(settings.refine, steps=0))
     for r, k in enumerate(jax.random.split(key, len(counts))):
-        by_hand, _ = rounds._run_round(grammar, settings if r < 2 else no_steps, by_hand, data,
-                                       jnp.asarray(counts[r]), key=k)
+        by_hand, _ = rounds.run_round(grammar, settings if r < 2 else no_steps, by_hand, data,
+                                      jnp.asarray(counts[r]), key=k)
     np.testing.assert_array_equal(none_late.ops, by_hand.ops)
     assert_allclose(none_late.params, by_hand.params, rtol=1e-12, atol=1e-14)
     assert_allclose(none_late.log_weights, by_hand.log_weights, rtol=1e-12, atol=1e-12)

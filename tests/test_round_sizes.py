@@ -126,8 +126,8 @@ def test_shuffled_data_use_every_column(monkeypatch, shuffle, expected):
         seen.append(data.x.shape[1])
         return state, {"ess": 0.0, "resampled": False, "acceptance": 0.0}
 
-    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")  # the jitted round, replaced by the spy
-    monkeypatch.setattr(rounds, "_compiled_round", spy)
+    monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")  # nothing prepared ahead of the rounds
+    monkeypatch.setattr(rounds, "run_round", spy)
     rounds.run_rounds(grammar, settings, state, data, np.array([[10], [70]]),
                       key=jax.random.key(0))
     assert seen == expected

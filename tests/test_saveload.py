@@ -12,7 +12,7 @@ import pytest
 
 import autogp
 from autogp import AutoGP
-from autogp.forecast.saveload import FORMAT_VERSION, ModelFileError, model_to_bytes
+from autogp.pipeline.saveload import FORMAT_VERSION, ModelFileError, model_to_bytes
 
 AIRLINE = "examples/data/airline.csv"
 TEXTS = ("LIN + PER(l=1.0, period=0.0839; amp=1.0) * LIN", "GE + LIN")
@@ -134,9 +134,9 @@ def test_inconsistent_or_incomplete_files(model, tmp_path):
 def test_failed_save_keeps_the_previous_file(model, tmp_path, monkeypatch):
     path = model.save(tmp_path / "m.autogp")
     before = path.read_bytes()
-    from autogp.forecast import saveload
+    from autogp.pipeline import saveload
 
-    def broken(_model):
+    def broken(_model, **_options):
         raise OSError("disk full")
 
     monkeypatch.setattr(saveload, "model_to_bytes", broken)

@@ -14,7 +14,7 @@ import pytest
 
 from autogp import AutoGP
 from autogp.config import load_config
-from autogp.forecast.fitting import choose_by_evidence, data_log_evidence, evidence_transforms
+from autogp.pipeline.fitting import choose_by_evidence, data_log_evidence, evidence_transforms
 
 KERNEL = "LIN(intercept=0.2; bias=0.5, amp=0.4) + GE(l=0.3, gamma=1.5; amp=0.5)"
 TINY = {

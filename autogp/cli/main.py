@@ -36,10 +36,10 @@ from autogp import __version__
 from autogp._x64 import x64
 from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
-from autogp.forecast.atomic import atomic_write
-from autogp.forecast.saveload import ModelFileError
 from autogp.forecast.tables import window_reading
 from autogp.inference.mixture import PredictionError
+from autogp.pipeline.atomic import atomic_write
+from autogp.pipeline.saveload import ModelFileError
 
 app = typer.Typer(
     name="autogp",

@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 
 from autogp.config import Config
-from autogp.forecast.atomic import atomic_write, atomic_write_text
 from autogp.forecast.model import AutoGP
+from autogp.pipeline.atomic import atomic_write, atomic_write_text
 
 
 def machine_description() -> str:

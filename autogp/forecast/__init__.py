@@ -2,8 +2,7 @@
 structure explanations, decompositions, model files and metrics."""
 
 from autogp.forecast.columns import MODEL_NAME, level_columns
-from autogp.forecast.model import AutoGP, SeriesFit, load
-from autogp.forecast.saveload import FORMAT_VERSION, ModelFileError
+from autogp.forecast.model import AutoGP, load
 from autogp.inference.mixture import (
     AutoGPPredictionWarning,
     PredictionError,
@@ -11,6 +10,7 @@ from autogp.inference.mixture import (
     mixture_quantiles,
 )
 from autogp.inference.posterior import Posterior
+from autogp.pipeline.saveload import FORMAT_VERSION, ModelFileError
 
 __all__ = [
     "FORMAT_VERSION",
@@ -20,7 +20,6 @@ __all__ = [
     "ModelFileError",
     "Posterior",
     "PredictionError",
-    "SeriesFit",
     "level_columns",
     "load",
     "mixture_logpdf",

@@ -2,11 +2,11 @@
 
 An :class:`AutoGP` holds one :class:`~autogp.inference.posterior.Posterior` per fitted series and
 turns them into frames; the work is done elsewhere: reading the data
-(:mod:`~autogp.forecast.reading`), fitting a series (:mod:`~autogp.forecast.fitting`, panels by
+(:mod:`~autogp.forecast.reading`), fitting a series (:mod:`~autogp.pipeline.fitting`, panels by
 :mod:`autogp.parallel`), forecast frames (:mod:`~autogp.forecast.prediction`, columns by
 :mod:`~autogp.forecast.columns`), structure tables (:mod:`~autogp.forecast.tables`),
 decompositions (:mod:`~autogp.forecast.decompose`), online updates
-(:mod:`~autogp.forecast.update`), model files (:mod:`~autogp.forecast.saveload`) and plots
+(:mod:`~autogp.forecast.update`), model files (:mod:`~autogp.pipeline.saveload`) and plots
 (:mod:`autogp.plots`). Everything reported (forecasts, quantiles, kernel parameters, component
 curves) is in data units. Every public method runs its JAX work in float64 (:mod:`autogp._x64`)
 without touching JAX's global flag.
@@ -29,10 +29,8 @@ import pandas as pd
 from autogp._x64 import with_x64
 from autogp.config import Config, load_config
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
-from autogp.forecast import saveload
 from autogp.forecast.columns import MODEL_NAME, level_columns
 from autogp.forecast.decompose import decomposition_frame
-from autogp.forecast.fitting import fitting_window, num_inducing, series_scaler
 from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
 from autogp.forecast.reading import read_panel, read_series
 from autogp.forecast.tables import explanation, structure_table
@@ -40,10 +38,8 @@ from autogp.forecast.update import update_groups, update_posterior
 from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel, pack, parse
 from autogp.parallel.panel import fit_panel
-
-# The name of a fitted series' posterior before it moved to the engine (kept for pickles of
-# resumable runs and for users' code).
-SeriesFit = Posterior
+from autogp.pipeline import saveload
+from autogp.pipeline.fitting import fitting_window, num_inducing, series_scaler
 
 
 class AutoGP:
@@ -465,7 +461,7 @@ class AutoGP:
 
     # -- persistence and plots ----------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Write the fitted model to a ``.autogp`` file (see :mod:`autogp.forecast.saveload`)."""
+        """Write the fitted model to a ``.autogp`` file (see :mod:`autogp.pipeline.saveload`)."""
         self._require_fitted()
         return saveload.save_model(self, path)
 
@@ -494,4 +490,4 @@ def load(path: str | Path) -> AutoGP:
     return AutoGP.from_fits(saved.fits, saved.config)
 
 
-__all__ = ["MODEL_NAME", "AutoGP", "SeriesFit", "level_columns", "load"]
+__all__ = ["MODEL_NAME", "AutoGP", "level_columns", "load"]

@@ -13,10 +13,10 @@ import pandas as pd
 
 from autogp.config import Config, engine_settings
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
-from autogp.forecast.fitting import seasonal_periods, series_key
 from autogp.forecast.prediction import as_stamps
 from autogp.inference import smc
 from autogp.inference.posterior import Posterior
+from autogp.pipeline.fitting import seasonal_periods, series_key
 
 
 def update_groups(

@@ -1,5 +1,7 @@
-"""SMC rounds and initial particles as exported programs: compiled side by side, and kept on disk
-so that a fresh process skips tracing and lowering.
+"""autogp's one compilation wrapper: the SMC rounds, initial particles and other programs of a
+fit as exported programs, compiled side by side and kept on disk so that a fresh process skips
+tracing and lowering, or as plain ``jax.jit``; either way counted per program
+(:func:`programs`). The functions it runs are pure.
 
 Two costs of a first fit are cut here. A fit needs several programs: its initial particles and
 one round per data size its annealing rounds grow through. Jitted one by one, their compilations
@@ -26,11 +28,11 @@ from memory.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import hashlib
-import io
+import json
 import os
-import pickle
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -44,6 +46,11 @@ _SUBDIR = "autogp-exported"
 #: Programs loaded (or exported) by this process, by file name: compiled, or still compiling
 #: (a future) while the fit that asked for them runs its first rounds.
 _loaded: dict[str, Callable | Future] = {}
+#: The same, where programs run as plain ``jax.jit`` (``AUTOGP_EXPORTED_ROUNDS=0`` or
+#: :func:`call_jitted`): the jitted function of each ``(fn, number of static arguments)``, and
+#: the keys of the programs it has run (jit's own cache holds their executables).
+_jitted: dict[tuple[Callable, int], Callable] = {}
+_jitted_keys: set[str] = set()
 _compile_pool: ThreadPoolExecutor | None = None
 
 
@@ -101,21 +108,18 @@ def program_key(name: str, static: tuple, args: tuple) -> str:
                  jax.config.jax_enable_x64, _source_hash(), str(treedef), repr(avals)):
         digest.update(repr(part).encode())
         digest.update(b"\0")
-    digest.update(_pickled_without_memo(static))
+    digest.update(static_digest(static))
     return f"{name}-{digest.hexdigest()[:32]}"
 
 
-def _pickled_without_memo(obj: Any) -> bytes:
-    """Pickle the fields that equality compares, with the memo off, so equal settings always
-    give the same bytes. Plain ``pickle.dumps`` differs between equal objects in two ways: it
-    writes a back-reference where a part is shared (one fit) but not where it is a separate
-    copy (the next fit), and it includes values a ``functools.cached_property`` has stored in
-    the instance (the grammar's probability tables, present once a fit has used them)."""
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, protocol=4)
-    pickler.fast = True  # settings hold no cycles, the only thing the memo is needed for
-    pickler.dump(_compared_fields(obj))
-    return buffer.getvalue()
+def static_digest(obj: Any) -> bytes:
+    """A canonical text of the fields that equality compares (:func:`_compared_fields`): equal
+    settings give the same bytes however their parts are shared and whatever a
+    ``functools.cached_property`` has stored in them, different ones different bytes (JSON
+    keeps 1, 1.0 and True apart and writes floats exactly; other values by type and repr)."""
+    text = json.dumps(_compared_fields(obj), separators=(",", ":"), allow_nan=True,
+                      default=lambda v: f"{type(v).__module__}.{type(v).__qualname__}:{v!r}")
+    return text.encode("utf-8")
 
 
 def _compared_fields(obj: Any) -> Any:
@@ -129,6 +133,8 @@ def _compared_fields(obj: Any) -> Any:
         return type(obj).__name__, tuple(_compared_fields(v) for v in obj)
     if isinstance(obj, dict):
         return "dict", tuple(sorted((repr(k), _compared_fields(v)) for k, v in obj.items()))
+    if isinstance(obj, enum.Enum):  # by name and value (a StrEnum would pass for its string)
+        return type(obj).__qualname__, obj.name, _compared_fields(obj.value)
     return obj
 
 
@@ -141,11 +147,26 @@ class Program(NamedTuple):
     args: tuple
 
 
+def call_jitted(program: Program, out_treedef: Any) -> Any:
+    """``program.fn(*program.static, *program.args)`` through ``jax.jit`` (the static
+    arguments static), counted in :func:`programs` like an exported program."""
+    leaves = jax.tree_util.tree_leaves(program.args)
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        return program.fn(*program.static, *program.args)
+    n = len(program.static)
+    if (program.fn, n) not in _jitted:
+        _jitted[program.fn, n] = jax.jit(program.fn, static_argnums=tuple(range(n)))
+    _jitted_keys.add(program_key(program.name, program.static, program.args))
+    out = _jitted[program.fn, n](*program.static, *program.args)
+    return jax.tree_util.tree_unflatten(out_treedef, jax.tree_util.tree_leaves(out))
+
+
 def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
     """``program.fn(*program.static, *program.args)`` through a program exported to ``where``
-    (or loaded from it; None: kept in memory only).
+    (or loaded from it; None: kept in memory only), or through :func:`call_jitted` where
+    exported programs are off (:func:`enabled`).
 
-    ``static`` are picklable settings baked into the program; ``args`` a tuple of pytrees of
+    ``static`` are hashable settings baked into the program; ``args`` a tuple of pytrees of
     arrays (no PRNG key arrays: pass their ``jax.random.key_data``); ``out_treedef`` the
     structure of the result, which the caller knows without tracing.
     """
@@ -154,6 +175,8 @@ def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
         # Under a transformation (jit, vmap, eval_shape): a compiled program cannot be traced
         # through, so trace the function itself.
         return program.fn(*program.static, *program.args)
+    if not enabled():
+        return call_jitted(program, out_treedef)
     key = program_key(program.name, program.static, program.args)
     if key not in _loaded:
         prepare(where, [program])
@@ -204,12 +227,14 @@ def forget() -> None:
         if isinstance(program, Future):
             program.exception()  # wait; a failed compilation has nothing to free
     _loaded.clear()
+    _jitted.clear()
+    _jitted_keys.clear()
 
 
 def programs(name: str) -> int:
-    """How many of ``name``'s programs this process has loaded or exported (one per distinct
-    key: a second fit with the same settings and shapes adds none)."""
-    return sum(key.startswith(f"{name}-") for key in _loaded)
+    """How many of ``name``'s programs this process has loaded, exported or jitted (one per
+    distinct key: a second fit with the same settings and shapes adds none)."""
+    return sum(key.startswith(f"{name}-") for key in (*_loaded, *_jitted_keys))
 
 
 def shapes(tree: Any) -> Any:
@@ -254,5 +279,5 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["Program", "call", "directory", "enabled", "forget", "prepare", "program_key",
-           "programs", "shapes"]
+__all__ = ["Program", "call", "call_jitted", "directory", "enabled", "forget", "prepare",
+           "program_key", "programs", "shapes", "static_digest"]

@@ -97,7 +97,7 @@ class Posterior:
     num_inducing: int = 0
     # Earlier training points outside the fitting window (data.window): not in ``series``.
     left_out: int = 0
-    # The window kept every ``stride``-th training point (see forecast.fitting.window_stride).
+    # The window kept every ``stride``-th training point (see pipeline.fitting.window_stride).
     stride: int = 1
     # Observations that online updates appended to ``series`` after the fit (all fitted: only
     # the fit's own window was thinned).

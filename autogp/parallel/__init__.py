@@ -10,11 +10,9 @@ from autogp.parallel.resume import ResumeStore
 from autogp.parallel.work import (
     SINGLE_THREAD_ENV,
     SeriesError,
-    SeriesOutputs,
     chunk_series,
     fit_chunk,
     fit_series,
-    series_outputs,
     single_thread_env,
 )
 
@@ -24,7 +22,6 @@ __all__ = [
     "PanelFit",
     "ResumeStore",
     "SeriesError",
-    "SeriesOutputs",
     "chunk_series",
     "dask_to_pandas",
     "fit_chunk",
@@ -35,6 +32,5 @@ __all__ = [
     "progress_bar",
     "read_series_tolerant",
     "resolve_workers",
-    "series_outputs",
     "single_thread_env",
 ]

@@ -88,7 +88,8 @@ def fit_panel(
     scheduler = scheduler if scheduler is not None else config.smc.scheduler
     workers = resolve_workers(int(workers or config.smc.workers))
     config_dict = config.to_dict()
-    store = ResumeStore(resume, config_dict, panel) if resume is not None else None
+    store = ResumeStore(resume, config, panel) if resume is not None else None
+    inputs = {s.unique_id: s for s in all_series}
     out = PanelFit()
     if store is not None:
         out.fits = store.load(all_series)
@@ -102,7 +103,7 @@ def fit_panel(
         def finish(results: list[Posterior | SeriesError]) -> None:
             fits = [r for r in results if isinstance(r, Posterior)]
             if store is not None:
-                store.save(fits)
+                store.save(fits, inputs)
             for r in results:
                 if isinstance(r, Posterior):
                     out.fits[r.unique_id] = r

@@ -38,6 +38,10 @@ Layout (format version 1)::
       ]
     }
 
+An optional third member, ``notes.json``, holds a JSON object a writer adds for its own use
+(resumable runs keep their fingerprint and data digests there, see
+:mod:`autogp.parallel.resume`); readers that do not know it ignore it.
+
 ``arrays.npz`` holds, for series number ``i`` (0-based), ``s{i}_ops`` int32 ``[P, S]``,
 ``s{i}_params`` float64 ``[P, S, 3]`` (unconstrained), ``s{i}_noise`` ``[P]`` (unconstrained log
 variance), ``s{i}_log_weights`` ``[P]``, ``s{i}_t`` and ``s{i}_y`` (training times on the axis
@@ -62,9 +66,9 @@ import pandas as pd
 
 from autogp.config import Config, ConfigError, load_config
 from autogp.data import Scaler, TimeAxis, TimeSeries
-from autogp.forecast.atomic import atomic_path
 from autogp.inference.posterior import Posterior
 from autogp.kernels import structure, to_text, unpack
+from autogp.pipeline.atomic import atomic_path
 from autogp.version import __version__
 
 FORMAT = "autogp-model"
@@ -88,10 +92,12 @@ class FittedModel(Protocol):
 
 
 class SavedModel(NamedTuple):
-    """What a model file holds: the configuration and the posteriors in fitting order."""
+    """What a model file holds: the configuration, the posteriors in fitting order and the
+    writer's notes (``notes.json``; empty when there are none)."""
 
     config: Config
     fits: list[Posterior]
+    notes: dict[str, Any] = {}
 
 
 def _member(name: str) -> zipfile.ZipInfo:
@@ -132,8 +138,9 @@ def _stamps_array(series: TimeSeries) -> tuple[str, np.ndarray]:
     return "float64", np.asarray(ds, dtype=np.float64)
 
 
-def model_to_bytes(model: FittedModel) -> bytes:
-    """The ``.autogp`` file content of a fitted model."""
+def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -> bytes:
+    """The ``.autogp`` file content of a fitted model (with ``notes.json`` when ``notes`` is
+    given: a JSON object)."""
     fits = model.fits
     if not fits:
         raise RuntimeError("the model is not fitted yet: call fit(...) first")
@@ -190,12 +197,17 @@ def model_to_bytes(model: FittedModel) -> bytes:
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr(_member("model.json"), text.encode("utf-8"))
         zf.writestr(_member("arrays.npz"), _npz_bytes(arrays))
+        if notes is not None:
+            note_text = json.dumps(_jsonable(notes), indent=1, sort_keys=True, allow_nan=False)
+            zf.writestr(_member("notes.json"), note_text.encode("utf-8"))
     return buf.getvalue()
 
 
-def save_model(model: FittedModel, path: str | Path) -> Path:
-    """Write ``model`` to ``path`` atomically (the previous file survives a failed write)."""
-    content = model_to_bytes(model)
+def save_model(model: FittedModel, path: str | Path, *,
+               notes: dict[str, Any] | None = None) -> Path:
+    """Write ``model`` (and ``notes``, see :func:`model_to_bytes`) to ``path`` atomically (the
+    previous file survives a failed write)."""
+    content = model_to_bytes(model, notes=notes)
     with atomic_path(path) as tmp:
         tmp.write_bytes(content)
     return Path(path)
@@ -231,6 +243,10 @@ def model_from_bytes(content: bytes, source: str = "<bytes>") -> SavedModel:
             if "arrays.npz" not in names:
                 raise _bad(source, "no arrays.npz inside")
             npz_bytes = zf.read("arrays.npz")
+            notes = (json.loads(zf.read("notes.json").decode("utf-8"))
+                     if "notes.json" in names else {})
+            if not isinstance(notes, dict):
+                raise _bad(source, "notes.json is not a JSON object")
         with np.load(io.BytesIO(npz_bytes), allow_pickle=False) as npz:
             arrays = {k: np.asarray(npz[k]) for k in npz.files}
     except ModelFileError:
@@ -242,7 +258,7 @@ def model_from_bytes(content: bytes, source: str = "<bytes>") -> SavedModel:
     except (ValueError, KeyError) as exc:  # np.load on damaged .npy data
         raise _bad(source, f"unreadable arrays: {exc}") from None
     try:
-        return _build_model(doc, arrays, source)
+        return _build_model(doc, arrays, source)._replace(notes=notes)
     except ModelFileError:
         raise
     except (KeyError, TypeError, ValueError, IndexError) as exc:

@@ -20,10 +20,9 @@ import numpy as np
 
 from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
-from autogp.data.seasons import candidate_periods
+from autogp.data.seasons import candidate_periods, mase_season
 from autogp.data.transform import choose_transform
 from autogp.evaluator.sparse import inducing_points_for
-from autogp.forecast.metrics import seasonality
 from autogp.inference import smc
 from autogp.inference.posterior import Posterior
 
@@ -102,7 +101,7 @@ def series_scaler(series: TimeSeries, config: Config, stride: int = 1) -> Scaler
     transform is chosen from the training values alone (``data.transform``). ``stride``: the
     series keeps every stride-th observation of its axis (a thinned window), so its last
     season is ``season / stride`` of its points."""
-    season = seasonality(series.axis)
+    season = mase_season(series.axis)
     center_last = None
     if config.data.center == "recent":
         center_last = (-(-season // stride) if season > 1
