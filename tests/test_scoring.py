@@ -338,6 +338,37 @@ def test_statsforecast_baselines_on_m3_series():
         statsforecast_forecasts(train, 18, [80], n_jobs=1, models=("NoSuchModel",))
 
 
+def test_baselines_on_a_split_use_each_series_own_season():
+    """``autogp run --baselines``: a quarterly, a monthly and a trading-day series (numbered
+    days, so the panel's stamps mix dates and numbers) get seasonal-naive forecasts that repeat
+    their own last 4, 12 and 5 values, aligned with each series' held-out stamps."""
+    pytest.importorskip("statsforecast")
+    from autogp.experiments.comparison import baselines_on_split
+
+    rng = np.random.default_rng(0)
+    lengths = {"Q": 30, "M": 40, "D": 33}
+    seasons = {"Q": 4, "M": 12, "D": 5}
+    stamps = {
+        "Q": pd.date_range("2000-01-01", periods=lengths["Q"] + 3, freq="QS"),
+        "M": pd.date_range("2000-01-01", periods=lengths["M"] + 3, freq="MS"),
+        "D": pd.Index(np.arange(1, lengths["D"] + 4)),
+    }
+    values = {uid: rng.normal(size=n) + 10.0 for uid, n in lengths.items()}
+    train = pd.concat([pd.DataFrame({"unique_id": uid, "ds": stamps[uid][:n], "y": values[uid]})
+                       for uid, n in lengths.items()], ignore_index=True)
+    scored = pd.concat([pd.DataFrame({"unique_id": uid, "ds": stamps[uid][n:], "y": 0.0})
+                        for uid, n in lengths.items()], ignore_index=True)
+    fc, seconds = baselines_on_split(train, scored, [80], seasons)
+    assert set(seconds) == {"AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive"}
+    for uid, n in lengths.items():
+        rows = fc[fc.unique_id == uid]
+        assert list(rows["ds"]) == list(stamps[uid][n:])
+        m = seasons[uid]
+        want = values[uid][n - m:][np.arange(3) % m]
+        np.testing.assert_allclose(rows["SeasonalNaive"], want, rtol=0, atol=1e-12)
+        assert rows.drop(columns=["ds"]).notna().all().all()
+
+
 # ---- the report script -----------------------------------------------------------------------
 def _load_report_script():
     return load_script("m3_report")
