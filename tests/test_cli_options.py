@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 
 import click
+import numpy as np
 import pandas as pd
 import pytest
 import typer
@@ -18,6 +19,7 @@ from autogp.data.spelling import spelled_as
 from tests.test_forecast import install_fake_smc
 
 AIRLINE = "examples/data/airline.csv"
+AIRLINE_Y = pd.read_csv(AIRLINE)["y"].to_numpy(dtype=float)
 runner = CliRunner()
 
 
@@ -168,3 +170,27 @@ def test_horizon_zero_fits_and_saves_without_forecasting(monkeypatch, tmp_path):
                                  "--quiet"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "" and saved.stat().st_size > 0
+
+
+# ---- explain: units ----------------------------------------------------------------------
+@pytest.mark.parametrize("transform, units", [("log", "log units"), ("none", "data units")])
+def test_explain_reports_the_noise_in_the_units_it_was_fitted_in(tmp_path, transform, units):
+    from autogp import AutoGP
+    from tests.test_forecast import FAKE_TEXTS
+
+    model = AutoGP.from_kernels(pd.read_csv(AIRLINE), FAKE_TEXTS, noise=0.01,
+                                overrides={"data.transform": transform})
+    path = model.save(tmp_path / "m.autogp")
+    result = runner.invoke(app, ["explain", str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    other = {"log units", "data units"} - {units}
+    assert other.pop() not in result.stdout
+    assert f"reading ({units})" in result.stdout
+    assert f"noise sd in {units}" in result.stdout
+    # The normalised noise variance 0.01 is an sd of 0.1 normalised units: 0.1 times the
+    # scale of the (log) values.
+    scale = np.std(np.log(AIRLINE_Y) if transform == "log" else AIRLINE_Y)
+    noise_lines = [ln for ln in result.stdout.splitlines() if "noise sd " in ln and "%" in ln]
+    assert len(noise_lines) == 2
+    for line in noise_lines:
+        assert line.endswith(f"noise sd {0.1 * scale:.4g} ({units})")
