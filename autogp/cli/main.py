@@ -32,7 +32,7 @@ import typer
 from rich.console import Console
 
 from autogp import __version__
-from autogp._x64 import x64
+from autogp._x64 import Float64Unavailable, x64
 from autogp.cli.explanation import print_explanation
 from autogp.cli.options import (
     DEFAULTS,
@@ -70,7 +70,7 @@ app = typer.Typer(
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-USER_ERRORS = (DataError, ConfigError, ModelFileError, PredictionError)
+USER_ERRORS = (DataError, ConfigError, ModelFileError, PredictionError, Float64Unavailable)
 
 
 def _err() -> Console:
