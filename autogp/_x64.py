@@ -60,6 +60,13 @@ def float64_device() -> jax.Device | None:
         ) from None
 
 
+def float64_platform() -> str:
+    """The platform autogp's programs are compiled and exported for: the CPU's when
+    :func:`float64_device` moves them there, else JAX's default backend."""
+    device = float64_device()
+    return jax.default_backend() if device is None else device.platform
+
+
 def _announce(device: jax.Device) -> None:
     global _announced
     if _announced:
@@ -99,4 +106,4 @@ def with_x64(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-__all__ = ["Float64Unavailable", "float64_device", "with_x64", "x64"]
+__all__ = ["Float64Unavailable", "float64_device", "float64_platform", "with_x64", "x64"]

@@ -78,3 +78,28 @@ def test_without_a_cpu_device_the_command_line_refuses_in_one_line(on_tpu, monke
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: JAX's default backend is tpu")
     assert "JAX_PLATFORMS=tpu,cpu" in lines[0]
+
+
+def test_programs_are_exported_and_keyed_for_the_cpu_under_an_accelerator(on_tpu, tmp_path,
+                                                                          monkeypatch):
+    """The SMC rounds are exported programs: exported for the default backend (a TPU), they
+    would refuse to run on the CPU device that x64() picks. jax.export asks JAX's internals
+    for the default backend, so they report a TPU too here."""
+    import numpy as np
+    from jax._src import xla_bridge
+
+    from autogp.inference import exported
+
+    monkeypatch.setattr(xla_bridge, "default_backend", lambda: "tpu")
+
+    def double(scale, x):
+        return x * scale
+
+    program = exported.Program("double", double, (2.0,), (np.arange(3.0),))
+    with pytest.warns(RuntimeWarning), _x64.x64():
+        assert _x64.float64_platform() == "cpu"
+        key = exported.program_key(program.name, program.static, program.args)
+        form = exported._export(tmp_path, program, key)
+        assert form.platforms == ("cpu",)
+        out = exported.call(tmp_path, program, jax.tree_util.tree_structure([0]))
+    np.testing.assert_array_equal(np.asarray(out[0]), [0.0, 2.0, 4.0])

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autogp.experiments.scoring import _training_values
+from autogp.experiments.scoring import training_values
 from autogp.forecast.columns import interval_columns, level_columns, parse_interval_column
 
 DEFAULT_MODELS = ("AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive")
@@ -159,7 +159,7 @@ def statsforecast_by_season(
     numbers. The ``ds`` of the result are therefore placeholders too; align the forecasts by
     step. Seconds are summed over the calls.
     """
-    values = _training_values(train)
+    values = training_values(train)
     by_season: dict[int, list[object]] = {}
     for uid in values:
         by_season.setdefault(int(seasons.get(uid, 1)), []).append(uid)

@@ -195,7 +195,7 @@ def _time_order(uid: object, ds: pd.Series) -> pd.Series:
         ) from None
 
 
-def _training_values(train: pd.DataFrame) -> dict[object, np.ndarray]:
+def training_values(train: pd.DataFrame) -> dict[object, np.ndarray]:
     """Training values per series, in time order (each series sorted on its own parsed time
     axis: a panel may mix series with dates and series with numeric time stamps)."""
     _require_columns(train, ["unique_id", "ds", "y"], "the training frame")
@@ -366,7 +366,7 @@ def score_forecasts(
         _require_columns(fc, [model], "the forecast frame")
         for level in levels:
             _require_columns(fc, interval_columns(model, level), "the forecast frame")
-    train_values = _training_values(train)
+    train_values = training_values(train)
     missing = [uid for uid in pd.unique(fc["unique_id"]) if uid not in train_values]
     if missing:
         raise ValueError(
@@ -466,4 +466,5 @@ __all__ = [
     "score_forecasts",
     "summary_table",
     "to_markdown_table",
+    "training_values",
 ]
