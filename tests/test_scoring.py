@@ -369,6 +369,20 @@ def test_baselines_on_a_split_use_each_series_own_season():
         assert rows.drop(columns=["ds"]).notna().all().all()
 
 
+def test_baselines_by_season_take_series_longer_than_pandas_month_range():
+    """Placeholder stamps must hold a long series (4,000 daily values would run past pandas'
+    last date as month starts); the forecast repeats the last week."""
+    pytest.importorskip("statsforecast")
+    from autogp.experiments.baselines import statsforecast_by_season
+
+    y = np.random.default_rng(1).normal(size=4000)
+    train = pd.DataFrame({"unique_id": "long", "ds": np.arange(4000), "y": y})
+    fc, _ = statsforecast_by_season(train, 10, [80], {"long": 7}, n_jobs=1,
+                                    models=("SeasonalNaive",))
+    np.testing.assert_allclose(fc["SeasonalNaive"], y[-7:][np.arange(10) % 7], rtol=0,
+                               atol=1e-12)
+
+
 # ---- the report script -----------------------------------------------------------------------
 def _load_report_script():
     return load_script("m3_report")

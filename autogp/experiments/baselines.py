@@ -154,7 +154,8 @@ def statsforecast_by_season(
     A panel mixes frequencies (yearly, quarterly, monthly, trading days), so the seasonal
     models get ``seasons[uid]`` (series missing from ``seasons`` get 1, as in
     :func:`~autogp.experiments.scoring.score_forecasts`). The stamps handed to statsforecast
-    are placeholders (consecutive month starts after each series' values in time order): its
+    are placeholders (consecutive days, from 1970, for each series' values in time order: a
+    day per value keeps tens of thousands of values inside pandas' date range): its
     models see only the values' order and the season, and a panel's stamps may mix dates and
     numbers. The ``ds`` of the result are therefore placeholders too; align the forecasts by
     step. Seconds are summed over the calls.
@@ -168,12 +169,12 @@ def statsforecast_by_season(
     for season, uids in sorted(by_season.items()):
         group = pd.concat(
             [pd.DataFrame({"unique_id": uid,
-                           "ds": pd.date_range("2000-01-01", periods=values[uid].size, freq="MS"),
+                           "ds": pd.date_range("1970-01-01", periods=values[uid].size, freq="D"),
                            "y": values[uid]})
              for uid in uids],
             ignore_index=True,
         )
-        fc, took = statsforecast_forecasts(group, h, levels, season_length=season, freq="MS",
+        fc, took = statsforecast_forecasts(group, h, levels, season_length=season, freq="D",
                                            n_jobs=n_jobs, models=models)
         frames.append(fc)
         for name in models:
