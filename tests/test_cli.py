@@ -83,8 +83,9 @@ def test_fit_panel_levels_quantiles_and_outputs(monkeypatch, tmp_path):
     panel.to_csv(path, index=False)
     out, plot, comps = tmp_path / "fc.csv", tmp_path / "fc.png", tmp_path / "comp.png"
     saved = tmp_path / "m.autogp"
-    args = ["fit", str(path), "--id-col", "id", "-h", "6", "-l", "50", "-l", "90", "--output",
-            str(out), "--plot", str(plot), "--save", str(saved), "--explain"]  # fmt: skip
+    args = ["fit", str(path), "--id-col", "id", "--horizon", "6", "-l", "50", "-l", "90",
+            "--output", str(out), "--plot", str(plot), "--save", str(saved),
+            "--explain"]  # fmt: skip
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
@@ -94,7 +95,8 @@ def test_fit_panel_levels_quantiles_and_outputs(monkeypatch, tmp_path):
                                 "AutoGP-hi-50", "AutoGP-hi-90"]  # fmt: skip
     assert df["unique_id"].tolist() == ["a"] * 6 + ["b"] * 6
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    result = runner.invoke(app, ["forecast", str(saved), "-h", "3", "-q", "0.1", "-q", "0.9"])
+    result = runner.invoke(app, ["forecast", str(saved), "--horizon", "3", "-q", "0.1", "-q",
+                                 "0.9"])
     assert result.exit_code == 0, result.output
     df = pd.read_csv(io.StringIO(result.stdout))
     assert list(df.columns) == ["unique_id", "ds", "AutoGP", "AutoGP-q-10", "AutoGP-q-90"]
@@ -157,7 +159,7 @@ def test_interrupted_write_leaves_the_previous_output_intact(saved_model, tmp_pa
         raise KeyboardInterrupt("interrupted while writing")
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", failing_to_csv)
-    result = runner.invoke(app, ["forecast", str(saved_model), "-h", "30", "-o", str(out)])
+    result = runner.invoke(app, ["forecast", str(saved_model), "--horizon", "30", "-o", str(out)])
     assert result.exit_code != 0
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fc.csv", "model.autogp"]

@@ -422,7 +422,7 @@ def test_fit_resume_folder_skips_finished_series_and_reports_bad_ones(monkeypatc
     short = pd.DataFrame({"unique_id": "short", "ds": panel["ds"].iloc[:2], "y": [1.0, 2.0]})
     data = tmp_path / "panel.csv"
     pd.concat([panel, short]).to_csv(data, index=False)
-    args = ["fit", str(data), "--id-col", "unique_id", "-p", "2", "-h", "3",
+    args = ["fit", str(data), "--id-col", "unique_id", "-p", "2", "--horizon", "3",
             "--resume", str(tmp_path / "done")]
     first = runner.invoke(app, [*args, "-o", str(tmp_path / "a.csv")])
     assert first.exit_code == 0, first.output

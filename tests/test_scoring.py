@@ -338,6 +338,51 @@ def test_statsforecast_baselines_on_m3_series():
         statsforecast_forecasts(train, 18, [80], n_jobs=1, models=("NoSuchModel",))
 
 
+def test_baselines_on_a_split_use_each_series_own_season():
+    """``autogp run --baselines``: a quarterly, a monthly and a trading-day series (numbered
+    days, so the panel's stamps mix dates and numbers) get seasonal-naive forecasts that repeat
+    their own last 4, 12 and 5 values, aligned with each series' held-out stamps."""
+    pytest.importorskip("statsforecast")
+    from autogp.experiments.comparison import baselines_on_split
+
+    rng = np.random.default_rng(0)
+    lengths = {"Q": 30, "M": 40, "D": 33}
+    seasons = {"Q": 4, "M": 12, "D": 5}
+    stamps = {
+        "Q": pd.date_range("2000-01-01", periods=lengths["Q"] + 3, freq="QS"),
+        "M": pd.date_range("2000-01-01", periods=lengths["M"] + 3, freq="MS"),
+        "D": pd.Index(np.arange(1, lengths["D"] + 4)),
+    }
+    values = {uid: rng.normal(size=n) + 10.0 for uid, n in lengths.items()}
+    train = pd.concat([pd.DataFrame({"unique_id": uid, "ds": stamps[uid][:n], "y": values[uid]})
+                       for uid, n in lengths.items()], ignore_index=True)
+    scored = pd.concat([pd.DataFrame({"unique_id": uid, "ds": stamps[uid][n:], "y": 0.0})
+                        for uid, n in lengths.items()], ignore_index=True)
+    fc, seconds = baselines_on_split(train, scored, [80], seasons)
+    assert set(seconds) == {"AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive"}
+    for uid, n in lengths.items():
+        rows = fc[fc.unique_id == uid]
+        assert list(rows["ds"]) == list(stamps[uid][n:])
+        m = seasons[uid]
+        want = values[uid][n - m:][np.arange(3) % m]
+        np.testing.assert_allclose(rows["SeasonalNaive"], want, rtol=0, atol=1e-12)
+        assert rows.drop(columns=["ds"]).notna().all().all()
+
+
+def test_baselines_by_season_take_series_longer_than_pandas_month_range():
+    """Placeholder stamps must hold a long series (4,000 daily values would run past pandas'
+    last date as month starts); the forecast repeats the last week."""
+    pytest.importorskip("statsforecast")
+    from autogp.experiments.baselines import statsforecast_by_season
+
+    y = np.random.default_rng(1).normal(size=4000)
+    train = pd.DataFrame({"unique_id": "long", "ds": np.arange(4000), "y": y})
+    fc, _ = statsforecast_by_season(train, 10, [80], {"long": 7}, n_jobs=1,
+                                    models=("SeasonalNaive",))
+    np.testing.assert_allclose(fc["SeasonalNaive"], y[-7:][np.arange(10) % 7], rtol=0,
+                               atol=1e-12)
+
+
 # ---- the report script -----------------------------------------------------------------------
 def _load_report_script():
     return load_script("m3_report")
@@ -451,3 +496,42 @@ def test_lognormal_mixture_crps_matches_numerical_integration():
             for a, b in zip(cuts[:-1], cuts[1:], strict=True)
         )
         assert got[m] == pytest.approx(below + above, rel=2e-4), m
+
+
+def test_mase_scale_of_a_panel_mixing_dates_and_day_numbers(tmp_path):
+    """A panel read back from CSV with a monthly series (dates) and a trading-day series
+    (day numbers 1..30) has every stamp as text; the day numbers must sort as numbers
+    ("10" after "9"), so the MASE scale is the mean |y_t - y_{t-5}| in day order."""
+    rng = np.random.default_rng(3)
+    days = np.arange(1, 31)
+    gold = np.cumsum(rng.normal(size=30)) + 50.0
+    months = pd.date_range("2001-01-01", periods=30, freq="MS").strftime("%Y-%m-%d")
+    airline = 100.0 + np.arange(30.0) ** 1.5
+    rows = [pd.DataFrame({"unique_id": "gold", "ds": days.astype(str), "y": gold}),
+            pd.DataFrame({"unique_id": "air", "ds": months, "y": airline})]
+    # Shuffled rows, then through a CSV file, as scripts/panel_scores.py reads them.
+    train = pd.concat(rows, ignore_index=True).sample(frac=1.0, random_state=0)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    train = pd.read_csv(tmp_path / "train.csv")
+    assert train["ds"].dtype == object
+    fc = pd.DataFrame({"unique_id": ["gold", "gold", "air", "air"],
+                       "ds": ["31", "32", "2003-07-01", "2003-08-01"],
+                       "y": [gold[-1] + 2.0, gold[-1] - 1.0, 300.0, 310.0],
+                       "M": [gold[-1], gold[-1], 290.0, 290.0]})
+    fc["M-lo-80"], fc["M-hi-80"] = fc["M"] - 1.0, fc["M"] + 1.0
+    scores = score_forecasts(fc, train, ["M"], [80], {"gold": 5, "air": 12}).set_index(
+        "unique_id")
+    gold_scale = np.mean([abs(gold[t] - gold[t - 5]) for t in range(5, 30)])
+    air_scale = np.mean([abs(airline[t] - airline[t - 12]) for t in range(12, 30)])
+    assert scores.loc["gold", "mase"] == pytest.approx(np.mean([2.0, 1.0]) / gold_scale,
+                                                       rel=1e-12)
+    assert scores.loc["air", "mase"] == pytest.approx(np.mean([10.0, 20.0]) / air_scale,
+                                                      rel=1e-12)
+
+
+def test_training_stamps_that_are_neither_numbers_nor_dates_are_named():
+    train = pd.DataFrame({"unique_id": "S", "ds": ["a", "b", "c"], "y": [1.0, 2.0, 3.0]})
+    fc = pd.DataFrame({"unique_id": "S", "ds": ["d"], "y": [1.0], "M": [1.0],
+                       "M-lo-80": [0.0], "M-hi-80": [2.0]})
+    with pytest.raises(ValueError, match="series 'S'.*'a'"):
+        score_forecasts(fc, train, ["M"], [80])

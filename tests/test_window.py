@@ -9,7 +9,7 @@ import pytest
 from autogp import AutoGP, load
 from autogp.config import ConfigError, load_config
 from autogp.data import DataError, from_arrays
-from autogp.forecast import fitting
+from autogp.pipeline import fitting
 from tests.test_forecast import install_fake_smc
 
 N, W = 48, 30

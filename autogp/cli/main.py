@@ -30,13 +30,29 @@ from typing import Annotated, Any, TypeVar
 import pandas as pd
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from autogp import __version__
-from autogp._x64 import x64
+from autogp._x64 import Float64Unavailable, x64
+from autogp.cli.explanation import print_explanation
+from autogp.cli.options import (
+    DEFAULTS,
+    BackendOption,
+    LatentOption,
+    LevelOption,
+    OutputOption,
+    PlotOption,
+    QuantileOption,
+    QuietOption,
+    SchedulerOption,
+    SetOption,
+    WorkersOption,
+    cli_spelling,
+    config_default,
+    config_spelling,
+)
 from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
-from autogp.forecast.tables import window_reading
+from autogp.data.spelling import spelled_as
 from autogp.inference.mixture import PredictionError
 from autogp.pipeline.atomic import atomic_write
 from autogp.pipeline.saveload import ModelFileError
@@ -49,22 +65,12 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
-USER_ERRORS = (DataError, ConfigError, ModelFileError, PredictionError)
-
-
-# Options that `fit` and `run` share.
-BackendOption = Annotated[
-    str | None, typer.Option(help="Where a panel's series are fitted: local (default) or dask.")
-]
-SchedulerOption = Annotated[
-    str | None,
-    typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (default: a local "
-                 "cluster of --workers workers)."),
-]
+USER_ERRORS = (DataError, ConfigError, ModelFileError, PredictionError, Float64Unavailable)
 
 
 def _err() -> Console:
@@ -79,15 +85,16 @@ def _format_warning(message, category, filename, lineno, line=None) -> str:  # n
     return f"warning: {message}\n"
 
 
-def cli_command(fn: F) -> F:
-    """Run a command in float64, with one-line warnings and clean user errors (exit code 2)."""
+def cli_command(fn: F, spelling: Callable[[str, Any], str] = cli_spelling) -> F:
+    """Run a command in float64, with one-line warnings and clean user errors (exit code 2)
+    that spell settings the way the command takes them (``spelling``)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         old = warnings.formatwarning
         warnings.formatwarning = _format_warning  # type: ignore[assignment]
         try:
-            with x64():
+            with x64(), spelled_as(spelling):
                 return fn(*args, **kwargs)
         except USER_ERRORS as exc:
             message = str(exc).strip().replace("\n", " ")
@@ -105,6 +112,11 @@ def cli_command(fn: F) -> F:
             warnings.formatwarning = old
 
     return wrapper  # type: ignore[return-value]
+
+
+def config_command(fn: F) -> F:
+    """:func:`cli_command` for a command whose reader settings come from a config file."""
+    return cli_command(fn, config_spelling)
 
 
 def _version(value: bool) -> None:
@@ -209,50 +221,22 @@ def _note(console: Console, text: str) -> None:
     console.print(text, markup=False, soft_wrap=True)
 
 
-def _explain_table(model: Any, top: int) -> Table:
-    table = Table(title="Posterior over kernel structures", show_lines=False)
-    panel = len(model.unique_ids) > 1
-    if panel:
-        table.add_column("series")
-    table.add_column("weight", justify="right")
-    table.add_column("n", justify="right")
-    table.add_column("structure")
-    table.add_column("reading (data units)")
-    kern = model.kernels()
-    for uid in model.unique_ids:
-        rows = kern[kern["unique_id"] == uid].head(top)
-        for _, r in rows.iterrows():
-            cells = [f"{100 * r['weight']:.1f}%", str(r["particles"]), r["structure"], r["reading"]]
-            table.add_row(*([str(uid)] if panel else []), *cells)
-    return table
-
-
-def _print_explanation(console: Console, model: Any, top: int) -> None:
-    """The structure table, then the leading expressions with their parameters in full."""
-    console.print(_explain_table(model, top))
-    kern = model.kernels()
-    console.print("Highest-weight expression of each structure (parameters in data units):")
-    for uid in model.unique_ids:
-        rows = kern[kern["unique_id"] == uid].head(top)
-        fit = model.fits[uid]
-        unit = f" ({fit.scaler.units} units)" if fit.scaler.transformed else ""
-        prefix = f"{uid}: " if len(model.unique_ids) > 1 else ""
-        if window := window_reading(fit):
-            console.print(f"  {prefix}fitted on {window}", markup=False, soft_wrap=True)
-        if fit.scaler.transform_reason:
-            console.print(f"  {prefix}{fit.scaler.transform_reason}", markup=False,
-                          soft_wrap=True)
-        for _, r in rows.iterrows():
-            console.print(
-                f"  {prefix}{100 * r['weight']:5.1f}%  {r['expression']}  "
-                f"noise sd {r['noise_sd']:.4g}{unit}",
-                markup=False,
-                soft_wrap=True,
-            )
-
-
 def _levels(level: list[float] | None, config_levels: tuple[float, ...]) -> list[float]:
     return list(level) if level else list(config_levels)
+
+
+def check_fit_only(**flags: Any) -> None:
+    """Horizon 0 fits without forecasting: refuse, before any work, when nothing would be kept
+    (no --save, --explain or --components) or a forecast is asked for all the same."""
+    asked = [f"--{name}" for name in ("output", "plot", "level", "quantile", "latent")
+             if flags[name]]
+    if asked:
+        raise ConfigError(f"horizon 0 fits without forecasting, but {', '.join(asked)} asks "
+                          f"for a forecast: give a horizon of at least 1", key="forecast.horizon")
+    if not any(flags[name] for name in ("save", "explain", "components")):
+        raise ConfigError("horizon 0 fits without forecasting and nothing would be kept: give "
+                          "a horizon of at least 1, or add --save MODEL.autogp (or --explain, "
+                          "--components)", key="forecast.horizon")
 
 
 # ---- commands --------------------------------------------------------------------------------
@@ -261,67 +245,88 @@ def _levels(level: list[float] | None, config_levels: tuple[float, ...]) -> list
 def fit(
     data: Annotated[Path, typer.Argument(help="CSV file: ds,y (headerless 2 columns work).")],
     horizon: Annotated[
-        int | None, typer.Option("--horizon", "-h", help="Steps to forecast.", min=0)
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Forecast CSV (default: stdout).")
-    ] = None,
-    plot: Annotated[Path | None, typer.Option(help="Forecast plot (.png/.pdf/.svg).")] = None,
-    components: Annotated[
-        Path | None, typer.Option(help="Component plot from the decomposition.")
-    ] = None,
-    save: Annotated[Path | None, typer.Option(help="Save the fitted model (.autogp).")] = None,
-    level: Annotated[
-        list[float] | None,
-        typer.Option("--level", "-l", help="Interval level in percent (repeatable)."),
-    ] = None,
-    quantile: Annotated[
-        list[float] | None,
-        typer.Option("--quantile", "-q", help="Quantile in (0, 1) (repeatable)."),
-    ] = None,
-    particles: Annotated[int | None, typer.Option("--particles", "-p", min=1)] = None,
-    seed: Annotated[int | None, typer.Option(min=0)] = None,
-    workers: Annotated[
         int | None,
-        typer.Option(help="Processes fitting a panel's series in parallel (0: one per core, "
-                     "the default).", min=0),
+        typer.Option(help="Steps to forecast (0: fit only; needs --save, --explain or "
+                     "--components).", min=0,
+                     show_default=config_default(DEFAULTS.forecast.horizon, "forecast.horizon")),
     ] = None,
+    output: OutputOption = None,
+    plot: PlotOption = None,
+    components: Annotated[
+        Path | None,
+        typer.Option(help="Component plot from the decomposition.", show_default="no plot"),
+    ] = None,
+    save: Annotated[
+        Path | None, typer.Option(help="Save the fitted model (.autogp).", show_default="not saved")
+    ] = None,
+    level: LevelOption = None,
+    quantile: QuantileOption = None,
+    particles: Annotated[
+        int | None,
+        typer.Option("--particles", "-p", min=1,
+                     help="Particles (kernel structures) in the SMC population; more explore "
+                     "more structures and take longer.",
+                     show_default=config_default(DEFAULTS.smc.num_particles,
+                                                 "smc.num_particles")),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(min=0, help="Random seed; the same seed gives the same forecast.",
+                     show_default=config_default(DEFAULTS.seed, "seed")),
+    ] = None,
+    workers: WorkersOption = None,
     backend: BackendOption = None,
     scheduler: SchedulerOption = None,
     resume: Annotated[
         Path | None,
-        typer.Option(help="Folder keeping finished series; a rerun with it skips them."),
+        typer.Option(help="Folder keeping finished series; a rerun with it skips them.",
+                     show_default="none"),
     ] = None,
-    time_col: Annotated[str | None, typer.Option(help="Time column (default ds).")] = None,
-    target_col: Annotated[str | None, typer.Option(help="Value column (default y).")] = None,
-    id_col: Annotated[str | None, typer.Option(help="Series-id column of a panel.")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config.")] = None,
+    time_col: Annotated[
+        str | None,
+        typer.Option(help="Time column.",
+                     show_default=config_default(DEFAULTS.data.time_col, "data.time_col")),
+    ] = None,
+    target_col: Annotated[
+        str | None,
+        typer.Option(help="Value column.",
+                     show_default=config_default(DEFAULTS.data.target_col, "data.target_col")),
+    ] = None,
+    id_col: Annotated[
+        str | None,
+        typer.Option(help="Series-id column of a panel (one file, many series).",
+                     show_default="unique_id when the file has it, config data.id_col"),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML config.", show_default="none")
+    ] = None,
     strict: Annotated[
-        bool, typer.Option("--strict", help="Missing values are errors, not dropped.")
+        bool, typer.Option("--strict", help="Missing values are errors, not dropped.",
+                           show_default="off")
     ] = False,
     aggregate: Annotated[
-        str | None, typer.Option(help="Combine duplicate stamps: mean, sum, last, first, median.")
+        str | None,
+        typer.Option(help="Combine duplicate stamps: mean, sum, last, first, median.",
+                     show_default="duplicates are errors"),
     ] = None,
     log_transform: Annotated[
         bool | None,
-        typer.Option("--log/--no-log", show_default=False,
-                     help="Fit log(y) / the raw values (default: chosen from the data, "
-                     "data.transform = 'auto')."),
+        typer.Option("--log/--no-log",
+                     help="Fit log(y) / the raw values.",
+                     show_default=config_default(DEFAULTS.data.transform + ": chosen from the "
+                                                 "data", "data.transform")),
     ] = None,
-    latent: Annotated[
-        bool, typer.Option("--latent", help="Intervals for the latent function, not new data.")
-    ] = False,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Config override key=value, e.g. smc.num_rounds=5."),
-    ] = None,
+    latent: LatentOption = False,
+    set_: SetOption = None,
     explain: Annotated[
-        bool, typer.Option("--explain", help="Print the structure table to stderr.")
+        bool, typer.Option("--explain", help="Print the structure table to stderr.",
+                           show_default="off")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or notes.")] = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Fit a model to a series (or a panel with --id-col) and forecast it."""
+    """Fit a model to a series (or a panel: a unique_id column, or --id-col) and forecast it."""
     from autogp.forecast.model import AutoGP
+    from autogp.forecast.reading import read_panel
 
     err = _err()
     overrides = parse_overrides(set_ or [])
@@ -346,6 +351,10 @@ def fit(
         overrides=overrides,
         progress=not quiet,
     )
+    fit_only = model.config.forecast.horizon == 0
+    if fit_only:
+        check_fit_only(output=output, plot=plot, level=level, quantile=quantile, latent=latent,
+                       save=save, explain=explain, components=components)
     started = time.perf_counter()
     with stop_on_sigterm(), unfitted_series_reported_once():
         model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col, resume=resume)
@@ -357,26 +366,34 @@ def fit(
             f"fitted {len(model.unique_ids)} series ({n} observations, "
             f"{model.config.smc.num_particles} particles) in {time.perf_counter() - started:.1f} s",
         )
-    levels = _levels(level, model.config.forecast.levels) if not quantile or level else []
-    forecast = model.predict(
-        model.config.forecast.horizon,
-        level=levels,
-        quantiles=quantile or None,
-        include_noise=False if latent else None,
-    )
+    if not fit_only:
+        levels = _levels(level, model.config.forecast.levels) if not quantile or level else []
+        forecast = model.predict(
+            model.config.forecast.horizon,
+            level=levels,
+            quantiles=quantile or None,
+            include_noise=False if latent else None,
+        )
     if explain:
-        _print_explanation(err, model, top=5)
+        print_explanation(err, model, top=5)
     if save is not None:
         model.save(save)
     if plot is not None:
         from autogp import plots
 
-        plots.save_figure(plots.plot_forecast(model, forecast), plot)
+        # A fit on a recent window keeps only the window: the plot shows the whole file.
+        observed = None
+        if any(fit.left_out for fit in model.fits.values()):
+            observed = read_panel(data, model.config, time_col, target_col, id_col)[0]
+        figure = plots.plot_forecast(model, forecast, observed=observed,
+                                     value_name=target_col or model.config.data.target_col)
+        plots.save_figure(figure, plot)
     if components is not None:
         from autogp import plots
 
         plots.save_figure(plots.plot_components(model.decompose()), components)
-    write_csv(forecast, output)
+    if not fit_only:
+        write_csv(forecast, output)
     if not quiet:
         written = [str(p) for p in (output, plot, components, save) if p is not None]
         if written:
@@ -388,23 +405,15 @@ def fit(
 def forecast(
     model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A saved .autogp model.")],
     horizon: Annotated[
-        int | None, typer.Option("--horizon", "-h", help="Steps to forecast.", min=0)
+        int | None,
+        typer.Option(help="Steps to forecast.", min=1,
+                     show_default="the model's forecast.horizon"),
     ] = None,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Forecast CSV (default: stdout).")
-    ] = None,
-    plot: Annotated[Path | None, typer.Option(help="Forecast plot (.png/.pdf/.svg).")] = None,
-    level: Annotated[
-        list[float] | None,
-        typer.Option("--level", "-l", help="Interval level in percent (repeatable)."),
-    ] = None,
-    quantile: Annotated[
-        list[float] | None,
-        typer.Option("--quantile", "-q", help="Quantile in (0, 1) (repeatable)."),
-    ] = None,
-    latent: Annotated[
-        bool, typer.Option("--latent", help="Intervals for the latent function, not new data.")
-    ] = False,
+    output: OutputOption = None,
+    plot: PlotOption = None,
+    level: LevelOption = None,
+    quantile: QuantileOption = None,
+    latent: LatentOption = False,
 ) -> None:
     """Forecast with a saved model."""
     from autogp.forecast.model import load
@@ -429,8 +438,14 @@ def forecast(
 def explain(
     model_path: Annotated[Path, typer.Argument(metavar="MODEL", help="A saved .autogp model.")],
     top: Annotated[int, typer.Option(help="Structures shown per series.", min=1)] = 5,
-    plot: Annotated[Path | None, typer.Option(help="Bar chart of the structure posterior.")] = None,
-    csv: Annotated[Path | None, typer.Option(help="Write the full structure table as CSV.")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Bar chart of the structure posterior.", show_default="no plot"),
+    ] = None,
+    csv: Annotated[
+        Path | None,
+        typer.Option(help="Write the full structure table as CSV.", show_default="not written"),
+    ] = None,
 ) -> None:
     """Show the posterior over kernel structures with a plain-English reading."""
     from autogp.forecast.model import load
@@ -441,7 +456,7 @@ def explain(
         fit = model.fits[uid]
         s = fit.series
         _note(out, f"{uid}: {s.n} observations, {s.axis.describe()}")
-    _print_explanation(out, model, top)
+    print_explanation(out, model, top)
     if plot is not None:
         from autogp import plots
 
@@ -451,44 +466,42 @@ def explain(
 
 
 @app.command()
-@cli_command
+@config_command
 def run(
     config_path: Annotated[Path, typer.Argument(metavar="CONFIG", help="Experiment TOML file.")],
     limit: Annotated[
         int | None,
-        typer.Option(help="A sample of N series (stratified, fixed seed).", min=1),
+        typer.Option(help="A sample of N series (stratified, fixed seed).", min=1,
+                     show_default="every series"),
     ] = None,
     output_dir: Annotated[
-        Path | None, typer.Option("--output-dir", help="Output folder (default output.dir).")
+        Path | None,
+        typer.Option("--output-dir", help="Output folder.",
+                     show_default=config_default(DEFAULTS.output.dir, "output.dir")),
     ] = None,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Processes fitting series in parallel (0: one per core).", min=0),
-    ] = None,
+    workers: WorkersOption = None,
     backend: BackendOption = None,
     scheduler: SchedulerOption = None,
     resume: Annotated[
         bool,
         typer.Option("--resume", help="Keep finished series in OUTPUT_DIR/resume as they "
-                     "complete, and skip those already there."),
+                     "complete, and skip those already there.", show_default="off"),
     ] = False,
     baselines: Annotated[
         bool,
         typer.Option(
             "--baselines/--no-baselines",
-            help="Also fit statsforecast's AutoETS, AutoARIMA, AutoTheta, SeasonalNaive "
-            "(needs the bench extra).",
+            help="Also fit statsforecast's AutoETS, AutoARIMA, AutoTheta, SeasonalNaive, "
+            "each with its series' season (needs the bench extra).",
         ),
     ] = False,
     holdout: Annotated[
         int | None,
-        typer.Option(help="Hold out the last N points of each series (no split column).", min=1),
+        typer.Option(help="Hold out the last N points of each series.", min=1,
+                     show_default="the config's data.split_col"),
     ] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Config override key=value, e.g. smc.num_particles=8."),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or notes.")] = False,
+    set_: SetOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Run an experiment described by a config file: data, model, horizon, outputs, metrics."""
     from autogp.experiments import run_experiment

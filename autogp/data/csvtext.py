@@ -26,6 +26,7 @@ import pandas as pd
 from autogp.data.errors import AutoGPDataWarning, DataError
 from autogp.data.limits import MIN_POINTS
 from autogp.data.rawtable import RawTable
+from autogp.data.spelling import option
 
 # Cells read as "missing" (compared case-insensitively after stripping); pandas' default list.
 NA_TOKENS = frozenset(
@@ -79,10 +80,10 @@ def suggest_column(name: str, columns: Sequence[str], role: str) -> str | None:
 def missing_column_error(
     raw_source: str, name: str, role: str, columns: Sequence[str]
 ) -> DataError:
-    msg = f"{raw_source}: no column {name!r} ({role}); the columns are {list(columns)!r}."
+    msg = f"{raw_source}: no column {name!r} ({option(role)}); the columns are {list(columns)!r}."
     guess = suggest_column(name, columns, role)
     if guess is not None:
-        msg += f" Did you mean {guess!r}? Pass {role}={guess!r}."
+        msg += f" Did you mean {guess!r}? Pass {option(role, guess)}."
     return DataError(msg, source=raw_source, column=name)
 
 
@@ -215,7 +216,7 @@ def csv_to_table(
                     err = DataError(
                         f"{err} The first row looks like data: a header row naming the "
                         f"columns is needed unless the file has exactly two columns (time, "
-                        f"value; or id, time, value with id_col).",
+                        f"value; or id, time, value with {option('id_col')}).",
                         source=src,
                         column=col,
                     )

@@ -43,6 +43,7 @@ from autogp.data.limits import DEFAULT_MAX_POINTS, MIN_POINTS
 from autogp.data.parsing import missing_mask, parse_time, parse_values, strip_cells
 from autogp.data.rawtable import MAX_LISTED, RawTable, plural
 from autogp.data.series import TimeSeries
+from autogp.data.spelling import option
 from autogp.data.timeaxis import TimeAxis, infer_datetime_axis, infer_numeric_axis
 
 AGGREGATES = ("mean", "sum", "last", "first", "median")
@@ -125,7 +126,8 @@ def _build_series(
         if strict:
             i = int(bad[0])
             raise DataError(
-                f"{raw.where(target_col)}: {what} (strict=True; drop or fill them first)",
+                f"{raw.where(target_col)}: {what} ({option('strict', True)}; drop or fill them "
+                f"first)",
                 source=raw.source,
                 column=target_col,
                 row=raw.rows[i],
@@ -198,11 +200,12 @@ def _build_series(
                 if id_col is None:
                     panel = [c for c in raw.columns if c.lower() in ("unique_id", "id", "series")]
                     if panel:
-                        hint = f" If the file holds several series, pass id_col={panel[0]!r}."
+                        hint = (f" If the file holds several series, pass "
+                                f"{option('id_col', panel[0])}.")
                 raise DataError(
                     f"{raw.where(time_col)}{label[len(raw.source) :]}: duplicate time stamps "
-                    f"{'; '.join(parts)}{more}. Pass aggregate='mean', 'sum' or 'last' to "
-                    f"combine them.{hint}",
+                    f"{'; '.join(parts)}{more}. Pass {option('aggregate', 'mean')} (or sum, "
+                    f"last, first, median) to combine them.{hint}",
                     source=raw.source,
                     column=time_col,
                     row=raw.rows[srt[dup[0] + 1]],
@@ -222,8 +225,8 @@ def _build_series(
                 f"{label}: {keys.size} observations is above the exact-GP limit of "
                 f"{max_points} (cost grows as n^3, memory as n^2). Subsample, aggregate to a "
                 f"coarser frequency or fit a recent window; or raise the limit "
-                f"(max_points=..., [data] max_points in the config) if you have the memory "
-                f"and time.",
+                f"({option('max_points', keys.size)}, or data.max_points in a config) if you "
+                f"have the memory and time.",
                 source=raw.source,
             )
         if kind == "datetime":

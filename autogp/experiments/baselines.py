@@ -11,12 +11,13 @@ written as ``f"{L:g}"``. statsforecast itself labels a level the way it was pass
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from autogp.experiments.scoring import training_values
 from autogp.forecast.columns import interval_columns, level_columns, parse_interval_column
 
 DEFAULT_MODELS = ("AutoETS", "AutoARIMA", "AutoTheta", "SeasonalNaive")
@@ -139,4 +140,46 @@ def statsforecast_forecasts(
     return merged.reset_index(drop=True), seconds
 
 
-__all__ = ["DEFAULT_MODELS", "statsforecast_forecasts"]
+def statsforecast_by_season(
+    train: pd.DataFrame,
+    h: int,
+    levels: Sequence[float],
+    seasons: Mapping[object, int],
+    *,
+    n_jobs: int = 2,
+    models: Sequence[str] = DEFAULT_MODELS,
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """:func:`statsforecast_forecasts` with each series' own season: one call per season.
+
+    A panel mixes frequencies (yearly, quarterly, monthly, trading days), so the seasonal
+    models get ``seasons[uid]`` (series missing from ``seasons`` get 1, as in
+    :func:`~autogp.experiments.scoring.score_forecasts`). The stamps handed to statsforecast
+    are placeholders (consecutive days, from 1970, for each series' values in time order: a
+    day per value keeps tens of thousands of values inside pandas' date range): its
+    models see only the values' order and the season, and a panel's stamps may mix dates and
+    numbers. The ``ds`` of the result are therefore placeholders too; align the forecasts by
+    step. Seconds are summed over the calls.
+    """
+    values = training_values(train)
+    by_season: dict[int, list[object]] = {}
+    for uid in values:
+        by_season.setdefault(int(seasons.get(uid, 1)), []).append(uid)
+    frames: list[pd.DataFrame] = []
+    seconds = dict.fromkeys(models, 0.0)
+    for season, uids in sorted(by_season.items()):
+        group = pd.concat(
+            [pd.DataFrame({"unique_id": uid,
+                           "ds": pd.date_range("1970-01-01", periods=values[uid].size, freq="D"),
+                           "y": values[uid]})
+             for uid in uids],
+            ignore_index=True,
+        )
+        fc, took = statsforecast_forecasts(group, h, levels, season_length=season, freq="D",
+                                           n_jobs=n_jobs, models=models)
+        frames.append(fc)
+        for name in models:
+            seconds[name] += took[name]
+    return pd.concat(frames, ignore_index=True), seconds
+
+
+__all__ = ["DEFAULT_MODELS", "statsforecast_by_season", "statsforecast_forecasts"]

@@ -9,16 +9,20 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from autogp.experiments.baselines import statsforecast_forecasts
+from autogp.experiments.baselines import statsforecast_by_season
 from autogp.experiments.scoring import score_forecasts, summary_table
 from autogp.forecast.columns import MODEL_NAME, point_columns
 
 
 def baselines_on_split(
-    train_frame: pd.DataFrame, scored: pd.DataFrame, levels: Sequence[float]
+    train_frame: pd.DataFrame,
+    scored: pd.DataFrame,
+    levels: Sequence[float],
+    seasons: Mapping[object, int],
 ) -> tuple[pd.DataFrame, dict[str, float]]:
-    """statsforecast's forecasts of the series in ``train_frame``, aligned with the held-out
-    rows of ``scored`` (``unique_id``, ``ds``, ``y``); and each model's seconds.
+    """statsforecast's forecasts of the series in ``train_frame`` (each with its season from
+    ``seasons``), aligned with the held-out rows of ``scored`` (``unique_id``, ``ds``, ``y``);
+    and each model's seconds.
 
     A series with fewer held-out points than the longest gets the first steps of the forecast.
     """
@@ -27,7 +31,8 @@ def baselines_on_split(
     # deadlock, so the baselines run in a fresh spawned process.
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
-        fc, seconds = pool.submit(statsforecast_forecasts, train_frame, h, levels).result()
+        fc, seconds = pool.submit(statsforecast_by_season, train_frame, h, levels,
+                                    dict(seasons)).result()
     # Align on the held-out stamps (series with fewer test points use the first ones).
     fc = fc.copy()
     fc["step"] = fc.groupby("unique_id").cumcount()

@@ -218,13 +218,13 @@ def run_experiment(
     baseline_fc = None
     if rows:
         scored = forecast.dropna(subset=["y"]) if "y" in forecast else forecast
+        seasons = {t.unique_id: seasonality(t.axis) for t, _ in pairs}
         if baselines:
             if not quiet:
                 err.print("fitting statsforecast baselines (AutoETS, AutoARIMA, AutoTheta, "
                           "SeasonalNaive) on the same split", markup=False)
             baseline_fc, summary["baseline_seconds"] = baselines_on_split(train_frame, scored,
-                                                                          levels)
-        seasons = {t.unique_id: seasonality(t.axis) for t, _ in pairs}
+                                                                          levels, seasons)
         summary["comparison"] = compare_models(scored, baseline_fc, train_frame, levels, seasons)
     write_outputs(config, model, forecast, metrics, summary, quiet, err,
                   train=train_frame, baselines=baseline_fc, errors=errors)

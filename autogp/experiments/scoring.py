@@ -173,14 +173,37 @@ def mixture_crps(
 
 
 # ---- panel scores ----------------------------------------------------------------------------
-def _training_values(train: pd.DataFrame) -> dict[object, np.ndarray]:
-    """Training values per series, in time order (sorted per series: a panel may mix series
-    with dates and series with numeric time stamps)."""
+def _time_order(uid: object, ds: pd.Series) -> pd.Series:
+    """Sort keys for one series' time stamps: numbers as numbers, dates as dates.
+
+    A panel read back from CSV that mixes dated series with numbered ones (trading days) has
+    every stamp as text, and text sorts ``"10"`` before ``"9"``; each series is parsed on its
+    own axis first.
+    """
+    if pd.api.types.is_numeric_dtype(ds) or pd.api.types.is_datetime64_any_dtype(ds):
+        return ds
+    try:
+        return pd.to_numeric(ds)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return pd.to_datetime(ds, format="mixed")
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"the training frame: series {uid!r} has time stamps that are neither numbers nor "
+            f"dates, e.g. {ds.iloc[0]!r}"
+        ) from None
+
+
+def training_values(train: pd.DataFrame) -> dict[object, np.ndarray]:
+    """Training values per series, in time order (each series sorted on its own parsed time
+    axis: a panel may mix series with dates and series with numeric time stamps)."""
     _require_columns(train, ["unique_id", "ds", "y"], "the training frame")
-    return {
-        uid: g.sort_values("ds", kind="stable")["y"].to_numpy(dtype=np.float64)
-        for uid, g in train.groupby("unique_id", sort=True)
-    }
+    values = {}
+    for uid, g in train.groupby("unique_id", sort=True):
+        order = np.argsort(_time_order(uid, g["ds"]).to_numpy(), kind="stable")
+        values[uid] = g["y"].to_numpy(dtype=np.float64)[order]
+    return values
 
 
 def _score_one(
@@ -343,7 +366,7 @@ def score_forecasts(
         _require_columns(fc, [model], "the forecast frame")
         for level in levels:
             _require_columns(fc, interval_columns(model, level), "the forecast frame")
-    train_values = _training_values(train)
+    train_values = training_values(train)
     missing = [uid for uid in pd.unique(fc["unique_id"]) if uid not in train_values]
     if missing:
         raise ValueError(
@@ -443,4 +466,5 @@ __all__ = [
     "score_forecasts",
     "summary_table",
     "to_markdown_table",
+    "training_values",
 ]

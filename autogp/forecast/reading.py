@@ -11,6 +11,7 @@ import pandas as pd
 
 from autogp.config import Config
 from autogp.data import DataError, TimeSeries, from_arrays, from_frame, read_csv
+from autogp.data.header import csv_columns
 from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
 
 
@@ -90,8 +91,11 @@ def read_panel(
         data = dask_to_pandas(data, [c for c in wanted if c is not None])
     if id_name is None and isinstance(data, pd.DataFrame) and "unique_id" in data.columns:
         id_name = "unique_id"
+    if id_name is None and isinstance(data, str | Path) and "unique_id" in csv_columns(data,
+                                                                                     d.sep):
+        id_name = "unique_id"
     return read_series_tolerant(
-        lambda part: read_series(part, config, time_col, target_col, id_col), data, id_name,
+        lambda part: read_series(part, config, time_col, target_col, id_name), data, id_name,
         sep=d.sep,
     )
 

@@ -42,6 +42,8 @@ from typing import Any, NamedTuple
 import jax
 import jaxlib
 
+from autogp._x64 import float64_platform
+
 _SUBDIR = "autogp-exported"
 #: Programs loaded (or exported) by this process, by file name: compiled, or still compiling
 #: (a future) while the fit that asked for them runs its first rounds.
@@ -104,7 +106,7 @@ def program_key(name: str, static: tuple, args: tuple) -> str:
     leaves, treedef = jax.tree_util.tree_flatten(args)
     avals = [(tuple(a.shape), str(a.dtype)) for a in leaves]
     digest = hashlib.sha256()
-    for part in (name, jax.__version__, jaxlib.__version__, jax.default_backend(),
+    for part in (name, jax.__version__, jaxlib.__version__, float64_platform(),
                  jax.config.jax_enable_x64, _source_hash(), str(treedef), repr(avals)):
         digest.update(repr(part).encode())
         digest.update(b"\0")
@@ -260,7 +262,8 @@ def _export(where: Path | None, program: Program, key: str) -> Any:
         return jax.tree_util.tree_leaves(
             program.fn(*program.static, *jax.tree_util.tree_unflatten(treedef, leaves)))
 
-    exported = export.export(jax.jit(flat))(*jax.tree_util.tree_leaves(args))
+    exported = export.export(jax.jit(flat), platforms=(float64_platform(),))(
+        *jax.tree_util.tree_leaves(args))
     if path is not None:
         _write_atomically(path, exported)
     return exported

@@ -1,0 +1,94 @@
+"""What the command line's options say: help texts, the defaults they show, and how a message
+spells a reader setting in the words of the command that shows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from autogp.config import Config
+from autogp.data.spelling import NAME_ONLY
+
+# Settings a config file may change: --help shows these defaults and names the key.
+DEFAULTS = Config()
+
+
+def config_default(value: object, key: str) -> str:
+    """The ``[default: ...]`` text of an option that falls back to a config key."""
+    shown = "auto" if value is None else str(value).lower() if isinstance(value, bool) else value
+    return f"{shown}, config {key}"
+
+
+# The command-line options of the readers' settings; others are set with --set data.NAME=VALUE.
+_READER_FLAGS = {"time_col": "--time-col", "target_col": "--target-col", "id_col": "--id-col",
+                 "aggregate": "--aggregate", "strict": "--strict"}
+
+
+def cli_spelling(name: str, value: object) -> str:
+    """A reader setting as ``autogp fit`` takes it: ``--time-col date``, ``--strict``."""
+    flag = _READER_FLAGS.get(name)
+    if flag is None:
+        return f"--set data.{name}" + ("" if value is NAME_ONLY else f"={value}")
+    if value is NAME_ONLY or value is True:
+        return flag
+    return f"{flag} {value}"
+
+
+def config_spelling(name: str, value: object) -> str:
+    """A reader setting as a config file (``autogp run``) takes it: ``data.time_col = "date"``."""
+    if value is NAME_ONLY:
+        return f"data.{name}"
+    shown = str(value).lower() if isinstance(value, bool) else repr(value).replace("'", '"')
+    return f"data.{name} = {shown}"
+
+
+# Options that several commands share.
+BackendOption = Annotated[
+    str | None,
+    typer.Option(help="Where a panel's series are fitted: local or dask.",
+                 show_default=config_default(DEFAULTS.smc.backend, "smc.backend")),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(help="Dask scheduler address, e.g. tcp://host:8786 (implies --backend dask).",
+                 show_default="a local cluster of --workers workers"),
+]
+WorkersOption = Annotated[
+    int | None,
+    typer.Option(help="Processes fitting a panel's series in parallel (0: one per core).",
+                 min=0, show_default=config_default(DEFAULTS.smc.workers, "smc.workers")),
+]
+LevelOption = Annotated[
+    list[float] | None,
+    typer.Option("--level", "-l", help="Interval level in percent (repeatable).",
+                 show_default=config_default(
+                     " ".join(f"{v:g}" for v in DEFAULTS.forecast.levels), "forecast.levels")),
+]
+QuantileOption = Annotated[
+    list[float] | None,
+    typer.Option("--quantile", "-q", help="Quantile in (0, 1) (repeatable); without --level, "
+                 "replaces the intervals.", show_default="none"),
+]
+LatentOption = Annotated[
+    bool,
+    typer.Option("--latent", help="Intervals for the latent function, not new data.",
+                 show_default="off: intervals for new observations"),
+]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Forecast CSV file.", show_default="stdout"),
+]
+PlotOption = Annotated[
+    Path | None,
+    typer.Option(help="Forecast plot (.png/.pdf/.svg).", show_default="no plot"),
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Config override key=value, e.g. smc.num_rounds=5 "
+                 "(repeatable).", show_default="none"),
+]
+QuietOption = Annotated[
+    bool, typer.Option("--quiet", help="No progress bar or notes.", show_default="off")
+]
