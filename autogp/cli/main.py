@@ -517,6 +517,9 @@ def run(
         )
 
 
+import autogp.cli.cv  # noqa: E402, F401 - registers the ``cv`` command on ``app``
+
+
 def entry() -> None:  # pragma: no cover - console-script shim
     app(prog_name="autogp")
 

@@ -34,6 +34,9 @@ class TimeSeries:
         end_t: the numeric time of the source's last time stamp when rows after the last
             observation had missing values (forecasts start after it, not after ``t[-1]``);
             ``None``: the last observation is the last stamp.
+        key_id: the name a panel fit derives the series' random key from (default
+            :attr:`unique_id`); cross-validation windows carry their series' id here, so a
+            window's fit is the fit of the truncated series.
 
     The arrays are read-only copies. Use :meth:`train`/:meth:`test` for the split parts.
     """
@@ -45,6 +48,7 @@ class TimeSeries:
     is_test: np.ndarray | None = None
     stamps: pd.Index | None = field(default=None, repr=False)
     end_t: float | None = field(default=None, repr=False)
+    key_id: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=np.float64)

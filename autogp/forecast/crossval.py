@@ -1,0 +1,234 @@
+"""Cross-validation in statsforecast's layout: rolling forecast origins over each series.
+
+Windows are statsforecast's: on a series' time stamps (its observations, then the stamps after
+them whose values are missing), window ``i`` of ``n_windows`` (``0`` the earliest) forecasts
+the ``h`` stamps after the cutoff at position ``L - h - (n_windows - 1 - i) * step_size - 1`` of
+its ``L`` stamps, so the last window ends at the last stamp. ``cutoff`` is the last stamp of the
+window's training data; the training data are the observations up to and including it.
+
+``refit=True``: every (series, cutoff) is its own fit. All of them run as one panel through
+:func:`autogp.parallel.fit_panel` (local process pool or Dask, resumable), each window's
+random key being the one a fit of its series alone would get (the seed and, for a panel, the
+series id: :attr:`TimeSeries.key_id`). A window's forecast therefore equals
+``AutoGP(seed=...).fit(data truncated at the cutoff).predict(h)``.
+
+``refit=False``: each series is fitted once, on its first window's training data; a later
+window conditions that posterior on the observations up to its cutoff. The particles
+(structures, parameters, noise) are kept and reweighted by their joint predictive density of
+the added observations (to the power of the fit's learning rate), which is Bayes' rule for a
+posterior over those particles; forecasts then condition each particle's GP on all the data
+up to the cutoff. No SMC round runs after the first fit.
+
+A window with fewer than :data:`autogp.data.MIN_POINTS` observations up to its cutoff raises
+a :class:`DataError` naming the series and the cutoff, before anything is fitted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import logsumexp
+
+from autogp.config import Config, engine_settings
+from autogp.data import MIN_POINTS, AutoGPDataWarning, DataError, TimeSeries
+from autogp.forecast.columns import MODEL_NAME
+from autogp.forecast.prediction import predict_frame
+from autogp.inference.posterior import Posterior
+from autogp.parallel.panel import fit_panel
+
+CV_KEYS = ("unique_id", "ds", "cutoff", "y")
+
+
+@dataclasses.dataclass(frozen=True)
+class Window:
+    """One (series, cutoff) of a cross-validation: the training data (a series named
+    :attr:`name`, keyed as its series), where to forecast (``h`` steps on the grid when the
+    next ``h`` stamps are those steps, else the stamps) and the values there (NaN where
+    missing)."""
+
+    unique_id: str
+    cutoff: Any
+    train: TimeSeries
+    horizon: int | pd.Index
+    y_test: np.ndarray
+
+    @property
+    def name(self) -> str:
+        return self.train.unique_id
+
+
+def stamps_of(series: TimeSeries) -> tuple[np.ndarray, pd.Index, np.ndarray]:
+    """The numeric times, stamps and values of a series' rows: its observations, then the grid
+    stamps up to its last stamp, whose values are missing (:attr:`TimeSeries.end_t`)."""
+    t, ds, y = series.t, series.ds, series.y
+    if series.end_t is None:
+        return t, ds, y
+    steps = int(np.ceil((series.end_t - t[-1]) / series.axis.step)) + 1
+    t_more = series.axis.future_numeric(float(t[-1]), steps)
+    keep = t_more <= series.end_t + 1e-9 * max(1.0, abs(series.end_t))
+    ds_more = series.axis.future_ds(float(t[-1]), steps)[keep]
+    missing = np.full(int(keep.sum()), np.nan)
+    return np.concatenate([t, t_more[keep]]), ds.append(ds_more), np.concatenate([y, missing])
+
+
+def window_name(unique_id: str, cutoff: Any) -> str:
+    """The name of a window's fit in the panel (and in resume folders and messages)."""
+    return f"{unique_id} @ cutoff {cutoff}"
+
+
+def series_windows(
+    series: TimeSeries, h: int, n_windows: int, step_size: int, *, panel: bool
+) -> list[Window]:
+    """The cross-validation windows of one series, earliest first."""
+    t_all, ds_all, y_all = stamps_of(series)
+    uid = series.unique_id
+    out = []
+    for i in range(n_windows):
+        cut = len(t_all) - h - (n_windows - 1 - i) * step_size - 1
+        if cut < 0:
+            raise DataError(
+                f"series {uid!r}: {len(t_all)} time stamps are too few for {n_windows} windows "
+                f"of horizon {h} and step {step_size}; use fewer windows or a smaller step"
+            )
+        cutoff, cutoff_t = ds_all[cut], float(t_all[cut])
+        seen = series.t <= cutoff_t
+        n = int(seen.sum())
+        if n < MIN_POINTS:
+            raise DataError(
+                f"series {uid!r}: the window with cutoff {cutoff} has {n} observations up to "
+                f"its cutoff; at least {MIN_POINTS} are needed to fit it (use fewer windows, "
+                "a smaller step or horizon)"
+            )
+        train = TimeSeries(
+            series.t[seen], series.y[seen], window_name(uid, cutoff), series.axis, None,
+            series.ds[seen], cutoff_t, key_id=uid if panel else None,
+        )
+        # statsforecast forecasts the next h rows; on a grid without gaps they are the next
+        # h steps, forecast exactly as predict(h) of the truncated data does.
+        ds_test = ds_all[cut + 1 : cut + 1 + h]
+        horizon: int | pd.Index = h if train.future_ds(h).equals(ds_test) else ds_test
+        out.append(Window(uid, cutoff, train, horizon, y_all[cut + 1 : cut + 1 + h]))
+    return out
+
+
+def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Config
+                 ) -> Posterior:
+    """``fit`` conditioned on the observations of ``series`` after its training data up to
+    ``cutoff_t``: the same particles reweighted by their joint predictive density of those
+    observations (to the fit's learning rate), with the training data extended to them."""
+    old = fit.series
+    new = (series.t > old.t[-1]) & (series.t <= cutoff_t)
+    end = cutoff_t if cutoff_t > (series.t[new][-1] if new.any() else old.t[-1]) else None
+    if not new.any():
+        return dataclasses.replace(fit, series=dataclasses.replace(old, end_t=end))
+    t_new, y_new = series.t[new], series.y[new]
+    if fit.scaler.transformed and np.any(y_new <= 0):
+        raise DataError(
+            f"series {series.unique_id!r} was fitted in {fit.scaler.units} units, which need "
+            f"positive values; the window with cutoff up to {cutoff_t} has {y_new.min()!r}"
+        )
+    mean, cov = fit.predictive(t_new, include_noise=True, full_cov=True)
+    resid = fit.scaler.forward_y(y_new)[None, :] - mean
+    chol = np.linalg.cholesky(cov)
+    white = np.linalg.solve(chol, resid[..., None])[..., 0]
+    log_density = (-0.5 * np.sum(white**2, axis=1)
+                   - np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
+                   - 0.5 * t_new.size * np.log(2.0 * np.pi))
+    eta = engine_settings(config)[1].power_for(old.n)
+    prior = fit.log_weights - logsumexp(fit.log_weights)
+    increment = eta * log_density
+    log_weights = prior + increment
+    log_evidence = float(logsumexp(log_weights))
+    extended = TimeSeries(
+        np.concatenate([old.t, t_new]), np.concatenate([old.y, y_new]), old.unique_id,
+        old.axis, None, old.ds.append(series.ds[new]), end, key_id=old.key_id,
+    )
+    return dataclasses.replace(
+        fit, series=extended, log_weights=log_weights - log_evidence,
+        log_marginal_likelihood=float(fit.log_marginal_likelihood) + log_evidence,
+        added=fit.added + int(t_new.size),
+    )
+
+
+def cross_validation(
+    all_series: Sequence[TimeSeries],
+    config: Config,
+    *,
+    h: int,
+    n_windows: int = 1,
+    step_size: int | None = None,
+    refit: bool = True,
+    level: Sequence[float] | None = None,
+    panel: bool | None = None,
+    backend: str | None = None,
+    scheduler: str | None = None,
+    client: Any = None,
+    resume: str | Path | None = None,
+    progress: bool = False,
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Rolling-origin forecasts of ``all_series`` (see the module's description).
+
+    ``panel``: whether the data are a panel (keys derive from the series ids; default: more
+    than one series). Returns the frame (``unique_id, ds, cutoff, y, AutoGP,
+    AutoGP-lo-<L>..., AutoGP-hi-<L>...``, sorted by ``unique_id, cutoff, ds``) and an error
+    message per window of a panel that could not be fitted (left out of the frame, with a
+    warning naming it).
+    """
+    for name, value, least in (("h", h, 1), ("n_windows", n_windows, 1)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise ValueError(f"cross_validation: {name} must be an integer >= {least}, "
+                             f"got {value!r}")
+    step = h if step_size is None else step_size
+    if isinstance(step, bool) or not isinstance(step, int | np.integer) or step < 1:
+        raise ValueError(f"cross_validation: step_size must be an integer >= 1, got {step!r}")
+    if panel is None:
+        panel = len(all_series) > 1
+    windows = [w for s in all_series
+               for w in series_windows(s, int(h), int(n_windows), int(step), panel=panel)]
+    by_series = {s.unique_id: s for s in all_series}
+    first: dict[str, Window] = {}
+    for w in windows:
+        first.setdefault(w.unique_id, w)
+    fitted = windows if refit else list(first.values())
+    result = fit_panel(config, [w.train for w in fitted], panel=panel, backend=backend,
+                       scheduler=scheduler, client=client, resume=resume, progress=progress)
+    if result.errors and not panel:
+        name, message = next(iter(result.errors.items()))
+        raise DataError(f"{name}: {message}")
+    errors = dict(result.errors)
+    parts = []
+    for w in windows:
+        fit = result.fits.get(w.name)
+        if not refit:
+            fit = result.fits.get(first[w.unique_id].name)
+            if fit is None:
+                errors.setdefault(w.name, "its series' first window was not fitted")
+                continue
+            fit = condition_on(fit, by_series[w.unique_id], w.train.last_t, config)
+        if fit is None:
+            continue
+        fc = predict_frame([fit], config, w.horizon, level=level)
+        fc.insert(2, "cutoff", w.cutoff)
+        fc.insert(3, "y", w.y_test)
+        fc["unique_id"] = w.unique_id
+        parts.append(fc)
+    for name, message in errors.items():
+        warnings.warn(f"cross-validation window {name!r} was not fitted: {message}",
+                      AutoGPDataWarning, stacklevel=3)
+    if not parts:
+        raise DataError(f"no cross-validation window could be fitted; {next(iter(errors))}: "
+                        f"{next(iter(errors.values()))}")
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame.sort_values(["unique_id", "cutoff", "ds"], kind="stable")
+    return frame.reset_index(drop=True), errors
+
+
+
+__all__ = ["CV_KEYS", "MODEL_NAME", "Window", "condition_on", "cross_validation",
+           "series_windows", "stamps_of", "window_name"]
