@@ -18,21 +18,24 @@ from typing import Annotated
 
 import pandas as pd
 import typer
+from rich.console import Console
 
-from autogp.cli.main import (
-    BackendOption,
-    SchedulerOption,
-    _err,
-    _note,
-    app,
-    cli_command,
-    stop_on_sigterm,
-    write_csv,
-)
 from autogp.config import parse_overrides
+from autogp.forecast.atomic import atomic_write
 
 
-@cli_command
+def write_csv(df: pd.DataFrame, path: Path | None) -> None:
+    """``df`` as CSV to ``path`` (atomically) or to stdout when ``path`` is None."""
+    if path is None:
+        typer.echo(df.to_csv(index=False), nl=False)
+        return
+    atomic_write(path, lambda fh: df.to_csv(fh, index=False))
+
+
+def note(text: str) -> None:
+    Console(stderr=True, highlight=False, soft_wrap=True).print(text, markup=False)
+
+
 def cv(
     data: Annotated[Path, typer.Argument(help="CSV file: ds,y (and a series-id column).")],
     horizon: Annotated[int, typer.Option("--horizon", "-h", help="Steps per window.", min=1)],
@@ -62,8 +65,14 @@ def cv(
         int | None,
         typer.Option(help="Processes fitting windows in parallel (0: one per core).", min=0),
     ] = None,
-    backend: BackendOption = None,
-    scheduler: SchedulerOption = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Where windows are fitted: local (default) or dask.")
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler address (default: a local cluster of --workers "
+                     "workers)."),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(help="Folder keeping finished windows; a rerun with it skips them."),
@@ -78,12 +87,13 @@ def cv(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or notes.")] = False,
 ) -> None:
-    """Cross-validate: rolling-origin forecasts in statsforecast's layout, and their scores."""
+    """Cross-validate: rolling-origin forecasts in statsforecast's layout, and their scores.
+
+    Registered on the ``autogp`` app by :mod:`autogp.cli.main` (with its error handling)."""
     from autogp.experiments.cv_scores import cross_validation_metrics
     from autogp.forecast.model import AutoGP
     from autogp.forecast.reading import read_panel
 
-    err = _err()
     overrides = parse_overrides(set_ or [])
     for key, value in (("smc.workers", workers), ("smc.backend", backend),
                        ("smc.scheduler", scheduler)):
@@ -94,15 +104,14 @@ def cv(
     model = AutoGP(config, seed=seed, particles=particles, overrides=overrides,
                    progress=not quiet)
     started = time.perf_counter()
-    with stop_on_sigterm():
-        frame = model.cross_validation(
-            data, h=horizon, n_windows=windows, step_size=step, refit=refit,
-            level=list(level) if level else None, time_col=time_col, target_col=target_col,
-            id_col=id_col, resume=resume,
-        )
+    frame = model.cross_validation(
+        data, h=horizon, n_windows=windows, step_size=step, refit=refit,
+        level=list(level) if level else None, time_col=time_col, target_col=target_col,
+        id_col=id_col, resume=resume,
+    )
     if not quiet:
         cutoffs = frame[["unique_id", "cutoff"]].drop_duplicates()
-        _note(err, f"cross-validated {frame['unique_id'].nunique()} series, {len(cutoffs)} "
+        note(f"cross-validated {frame['unique_id'].nunique()} series, {len(cutoffs)} "
                    f"windows in {time.perf_counter() - started:.1f} s")
     if metrics is not None:
         series, _ = read_panel(data, model.config, time_col, target_col, id_col)
@@ -112,9 +121,7 @@ def cv(
     if not quiet:
         written = [str(p) for p in (output, metrics) if p is not None]
         if written:
-            _note(err, "wrote " + ", ".join(written))
+            note("wrote " + ", ".join(written))
 
-
-app.command(name="cv")(cv)
 
 __all__ = ["cv"]

@@ -34,6 +34,7 @@ from rich.table import Table
 
 from autogp import __version__
 from autogp._x64 import x64
+from autogp.cli.cv import cv as cv_command
 from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
 from autogp.forecast.atomic import atomic_write
@@ -517,7 +518,7 @@ def run(
         )
 
 
-import autogp.cli.cv  # noqa: E402, F401 - registers the ``cv`` command on ``app``
+app.command(name="cv")(cli_command(cv_command))
 
 
 def entry() -> None:  # pragma: no cover - console-script shim
