@@ -74,6 +74,34 @@ def test_default_step_is_the_horizon_and_missing_last_values_stay_in_the_grid(mo
     assert np.isnan(cv["y"].iloc[-2:]).all()
 
 
+def test_rows_with_missing_values_count_as_statsforecast_counts_them(monkeypatch):
+    from statsforecast import StatsForecast
+    from statsforecast.models import Naive
+
+    install_fake_smc(monkeypatch)
+    df = monthly("s", 24)
+    df.loc[[20, 23], "y"] = np.nan
+    cv = AutoGP(particles=2, overrides=FAST).cross_validation(df, h=2, n_windows=3, step_size=1)
+    # Windows depend on the rows only: statsforecast's, on the rows with any value filled in.
+    ref = StatsForecast(models=[Naive()], freq="MS").cross_validation(
+        df=df.fillna(0.0), h=2, n_windows=3, step_size=1)
+    for col in ("ds", "cutoff"):
+        assert cv[col].tolist() == ref[col].tolist(), col
+    np.testing.assert_array_equal(cv["y"].to_numpy(), df.set_index("ds")["y"][cv["ds"]])
+    # The window whose cutoff has a missing value forecasts from that cutoff.
+    assert cv["cutoff"].iloc[2] == df["ds"][20] and cv["ds"].iloc[2] == df["ds"][21]
+
+
+def test_irregular_time_forecasts_the_next_rows(monkeypatch):
+    install_fake_smc(monkeypatch)
+    df = pd.DataFrame({"ds": [0.0, 1.1, 2.5, 3.0, 4.7, 5.0, 6.6],
+                       "y": [1.0, 2.0, 1.5, 2.5, 3.0, 2.0, 2.2]})  # fmt: skip
+    cv = AutoGP(particles=2, overrides=FAST).cross_validation(df, h=2, n_windows=2, step_size=1)
+    assert cv["cutoff"].tolist() == [3.0, 3.0, 4.7, 4.7]
+    assert cv["ds"].tolist() == [4.7, 5.0, 5.0, 6.6]
+    assert cv["y"].tolist() == [3.0, 2.0, 2.0, 2.2]
+
+
 def test_a_window_too_short_to_fit_names_its_series_and_cutoff(monkeypatch, panel):
     install_fake_smc(monkeypatch)
     model = AutoGP(particles=2, overrides=FAST)

@@ -63,18 +63,40 @@ class Window:
         return self.train.unique_id
 
 
+def _grid_after(series: TimeSeries, start: float) -> np.ndarray:
+    """The grid times after ``start`` up to the series' last stamp (:attr:`last_t`)."""
+    last = series.last_t
+    if last <= start:
+        return np.zeros(0)
+    steps = int(np.ceil((last - start) / series.axis.step)) + 1
+    grid = series.axis.future_numeric(start, steps)
+    return grid[grid <= last + 1e-9 * max(1.0, abs(last))]
+
+
 def stamps_of(series: TimeSeries) -> tuple[np.ndarray, pd.Index, np.ndarray]:
-    """The numeric times, stamps and values of a series' rows: its observations, then the grid
-    stamps up to its last stamp, whose values are missing (:attr:`TimeSeries.end_t`)."""
+    """The numeric times, stamps and values of a series' rows, as statsforecast counts them.
+
+    On a regular axis, every grid step from the first observation to the last stamp: rows
+    whose values were missing (dropped by the reader, or after the last observation,
+    :attr:`TimeSeries.end_t`) are rows with a missing value. Otherwise (an irregular axis, or
+    observations off the grid) the observations, then the last stamp when its value is
+    missing."""
     t, ds, y = series.t, series.ds, series.y
-    if series.end_t is None:
-        return t, ds, y
-    steps = int(np.ceil((series.end_t - t[-1]) / series.axis.step)) + 1
-    t_more = series.axis.future_numeric(float(t[-1]), steps)
-    keep = t_more <= series.end_t + 1e-9 * max(1.0, abs(series.end_t))
-    ds_more = series.axis.future_ds(float(t[-1]), steps)[keep]
-    missing = np.full(int(keep.sum()), np.nan)
-    return np.concatenate([t, t_more[keep]]), ds.append(ds_more), np.concatenate([y, missing])
+    if series.axis.regular and series.n > 1:
+        grid = np.concatenate([t[:1], _grid_after(series, float(t[0]))])
+        at = np.clip(np.searchsorted(grid, t), 0, grid.size - 1)
+        on_grid = np.isclose(grid[at], t, rtol=0.0, atol=1e-9 * series.axis.step)
+        if on_grid.all() and np.unique(at).size == t.size:
+            y_grid = np.full(grid.size, np.nan)
+            y_grid[at] = y
+            grid[at] = t
+            stamps = np.asarray(series.axis.to_ds(grid)).astype(np.asarray(ds).dtype)
+            stamps[at] = np.asarray(ds)  # the observations' own stamps, exactly
+            return grid, pd.Index(stamps), y_grid
+    t_more = np.zeros(0) if series.end_t is None else np.array([series.end_t])
+    ds_more = series.axis.to_ds(t_more)
+    missing = np.full(t_more.size, np.nan)
+    return np.concatenate([t, t_more]), ds.append(ds_more), np.concatenate([y, missing])
 
 
 def window_name(unique_id: str, cutoff: Any) -> str:
