@@ -196,6 +196,7 @@ def cross_validation(
 ) -> tuple[pd.DataFrame, dict[str, str]]:
     """Rolling-origin forecasts of ``all_series`` (see the module's description).
 
+    ``level``: interval levels in percent (default ``forecast.levels``, as in ``predict``).
     ``panel``: whether the data are a panel (keys derive from the series ids; default: more
     than one series). Returns the frame (``unique_id, ds, cutoff, y, AutoGP,
     AutoGP-lo-<L>..., AutoGP-hi-<L>...``, sorted by ``unique_id, cutoff, ds``) and an error
