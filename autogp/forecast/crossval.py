@@ -99,9 +99,16 @@ def stamps_of(series: TimeSeries) -> tuple[np.ndarray, pd.Index, np.ndarray]:
     return np.concatenate([t, t_more]), ds.append(ds_more), np.concatenate([y, missing])
 
 
+def stamp_text(stamp: Any) -> str:
+    """A time stamp as messages show it: a date alone at midnight, else in full."""
+    if isinstance(stamp, pd.Timestamp) and stamp == stamp.normalize():
+        return stamp.strftime("%Y-%m-%d")
+    return str(stamp)
+
+
 def window_name(unique_id: str, cutoff: Any) -> str:
     """The name of a window's fit in the panel (and in resume folders and messages)."""
-    return f"{unique_id} @ cutoff {cutoff}"
+    return f"{unique_id} @ cutoff {stamp_text(cutoff)}"
 
 
 def series_windows(
@@ -123,9 +130,9 @@ def series_windows(
         n = int(seen.sum())
         if n < MIN_POINTS:
             raise DataError(
-                f"series {uid!r}: the window with cutoff {cutoff} has {n} observations up to "
-                f"its cutoff; at least {MIN_POINTS} are needed to fit it (use fewer windows, "
-                "a smaller step or horizon)"
+                f"series {uid!r}: the window with cutoff {stamp_text(cutoff)} has {n} "
+                f"observations up to its cutoff; at least {MIN_POINTS} are needed to fit it "
+                "(use fewer windows, a smaller step or horizon)"
             )
         train = TimeSeries(
             series.t[seen], series.y[seen], window_name(uid, cutoff), series.axis, None,
@@ -254,4 +261,4 @@ def cross_validation(
 
 
 __all__ = ["CV_KEYS", "MODEL_NAME", "Window", "condition_on", "cross_validation",
-           "series_windows", "stamps_of", "window_name"]
+           "series_windows", "stamp_text", "stamps_of", "window_name"]
