@@ -150,6 +150,19 @@ def test_each_window_equals_a_separate_fit_at_its_cutoff_with_the_real_engine(pa
     pd.testing.assert_frame_equal(got, ref, check_exact=True)
 
 
+@pytest.mark.slow
+def test_windows_on_the_process_pool_match_this_process(panel):
+    here = AutoGP(seed=3, overrides=TINY, progress=False).cross_validation(
+        panel, h=2, n_windows=2, level=[90])
+    pool = AutoGP(seed=3, overrides={**TINY, "smc.workers": 2}, progress=False).cross_validation(
+        panel, h=2, n_windows=2, level=[90])
+    pd.testing.assert_frame_equal(pool[["unique_id", "ds", "cutoff", "y"]],
+                                  here[["unique_id", "ds", "cutoff", "y"]])
+    # This process runs XLA multi-threaded, the workers single-threaded: equal to rounding.
+    values = ["AutoGP", "AutoGP-lo-90", "AutoGP-hi-90"]
+    np.testing.assert_allclose(pool[values].to_numpy(), here[values].to_numpy(), rtol=1e-9)
+
+
 # ---- refit=False: the first fit conditioned on later data ------------------------------------
 def test_no_refit_reweights_the_particles_by_bayes_rule(monkeypatch):
     install_fake_smc(monkeypatch)
