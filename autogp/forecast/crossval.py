@@ -160,20 +160,22 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
     if fit.scaler.transformed and np.any(y_new <= 0):
         raise DataError(
             f"series {series.unique_id!r} was fitted in {fit.scaler.units} units, which need "
-            f"positive values; the window with cutoff up to {cutoff_t} has {y_new.min()!r}"
+            f"positive values; the data up to a later cutoff hold {y_new.min()!r}"
         )
     mean, cov = fit.predictive(t_new, include_noise=True, full_cov=True)
     resid = fit.scaler.forward_y(y_new)[None, :] - mean
-    chol = np.linalg.cholesky(cov)
-    white = np.linalg.solve(chol, resid[..., None])[..., 0]
-    log_density = (-0.5 * np.sum(white**2, axis=1)
-                   - np.sum(np.log(np.diagonal(chol, axis1=1, axis2=2)), axis=1)
-                   - 0.5 * t_new.size * np.log(2.0 * np.pi))
+    sign, logdet = np.linalg.slogdet(cov)
+    quad = np.einsum("pm,pm->p", resid, np.linalg.solve(cov, resid[..., None])[..., 0])
+    log_density = -0.5 * (quad + logdet + t_new.size * np.log(2.0 * np.pi))
+    # A particle whose predictive is not a proper Gaussian gets no weight.
+    log_density = np.where((sign > 0) & np.isfinite(log_density), log_density, -np.inf)
     eta = engine_settings(config)[1].power_for(old.n)
-    prior = fit.log_weights - logsumexp(fit.log_weights)
-    increment = eta * log_density
-    log_weights = prior + increment
+    prior = np.where(np.isnan(fit.log_weights), -np.inf, fit.log_weights)
+    log_weights = prior - logsumexp(prior) + eta * log_density
     log_evidence = float(logsumexp(log_weights))
+    if not np.isfinite(log_evidence):
+        raise DataError(f"series {series.unique_id!r}: no particle of the first window's fit "
+                        f"gives the data up to the cutoff a finite density (refit=False)")
     extended = TimeSeries(
         np.concatenate([old.t, t_new]), np.concatenate([old.y, y_new]), old.unique_id,
         old.axis, None, old.ds.append(series.ds[new]), end, key_id=old.key_id,
@@ -240,7 +242,13 @@ def cross_validation(
             if fit is None:
                 errors.setdefault(w.name, "its series' first window was not fitted")
                 continue
-            fit = condition_on(fit, by_series[w.unique_id], w.train.last_t, config)
+            try:
+                fit = condition_on(fit, by_series[w.unique_id], w.train.last_t, config)
+            except DataError as exc:
+                if not panel:
+                    raise
+                errors[w.name] = str(exc)
+                continue
         if fit is None:
             continue
         fc = predict_frame([fit], config, w.horizon, level=level)
