@@ -6,7 +6,8 @@ turns them into frames; the work is done elsewhere: reading the data
 :mod:`autogp.parallel`), forecast frames (:mod:`~autogp.forecast.prediction`, columns by
 :mod:`~autogp.forecast.columns`), structure tables (:mod:`~autogp.forecast.tables`),
 decompositions (:mod:`~autogp.forecast.decompose`), online updates
-(:mod:`~autogp.forecast.update`), model files (:mod:`~autogp.forecast.saveload`) and plots
+(:mod:`~autogp.forecast.update`), cross-validation (:mod:`~autogp.forecast.crossval`), model
+files (:mod:`~autogp.forecast.saveload`) and plots
 (:mod:`autogp.plots`). Everything reported (forecasts, quantiles, kernel parameters, component
 curves) is in data units. Every public method runs its JAX work in float64 (:mod:`autogp._x64`)
 without touching JAX's global flag.
