@@ -33,6 +33,7 @@ from rich.console import Console
 
 from autogp import __version__
 from autogp._x64 import Float64Unavailable, x64
+from autogp.cli.cv import cv as cv_command
 from autogp.cli.explanation import print_explanation
 from autogp.cli.options import (
     DEFAULTS,
@@ -528,6 +529,9 @@ def run(
             out=_out(),
             err=_err(),
         )
+
+
+app.command(name="cv")(cli_command(cv_command))
 
 
 def entry() -> None:  # pragma: no cover - console-script shim

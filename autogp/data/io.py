@@ -172,6 +172,8 @@ def _build_series(
             key_all = np.zeros(y_all.size, dtype=keys_g.dtype)
             key_all[rows] = keys_g
         dropped = int((~keep[rows]).sum())
+        # Forecasts start after the last stamp, even where its value is missing.
+        last_key = key_all[rows].max() if rows.size else None
         rows = rows[keep[rows]]
         label = f"{raw.source}" + (f", series {uid!r}" if id_col is not None else "")
         if rows.size < MIN_POINTS:
@@ -233,12 +235,15 @@ def _build_series(
             axis = infer_datetime_axis(keys)
             t = axis.us_to_numeric(keys)
             stamps = pd.DatetimeIndex(keys.astype("datetime64[us]"))
+            end_t = float(axis.us_to_numeric(np.asarray([last_key]))[0])
         else:
             axis = infer_numeric_axis(keys)
             t = axis.to_numeric(keys)
             stamps = pd.Index(keys, dtype=np.float64)
+            end_t = float(axis.to_numeric(np.asarray([last_key], dtype=np.float64))[0])
+        end_t = end_t if end_t > t[-1] else None
         try:
-            out.append(TimeSeries(t, y, str(uid), axis, test, stamps))
+            out.append(TimeSeries(t, y, str(uid), axis, test, stamps, end_t))
         except DataError as exc:  # e.g. dates so close they collide in float64
             raise DataError(f"{label}: {exc}", source=raw.source) from None
     return out

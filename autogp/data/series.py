@@ -31,6 +31,12 @@ class TimeSeries:
         is_test: optional bool mask marking held-out observations (from a split column).
         stamps: the original time stamps, kept so :attr:`ds` is exact (float64 ``t`` cannot
             hold microseconds over centuries); ``None``: :attr:`ds` is ``axis.to_ds(t)``.
+        end_t: the numeric time of the source's last time stamp when rows after the last
+            observation had missing values (forecasts start after it, not after ``t[-1]``);
+            ``None``: the last observation is the last stamp.
+        key_id: the name a panel fit derives the series' random key from (default
+            :attr:`unique_id`); cross-validation windows carry their series' id here, so a
+            window's fit is the fit of the truncated series.
 
     The arrays are read-only copies. Use :meth:`train`/:meth:`test` for the split parts.
     """
@@ -41,6 +47,8 @@ class TimeSeries:
     axis: TimeAxis = field(default=None)  # type: ignore[assignment]
     is_test: np.ndarray | None = None
     stamps: pd.Index | None = field(default=None, repr=False)
+    end_t: float | None = field(default=None, repr=False)
+    key_id: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=np.float64)
@@ -68,6 +76,12 @@ class TimeSeries:
             if len(self.stamps) != t.size:
                 raise DataError(f"series {self.unique_id!r}: stamps must match t's length")
             object.__setattr__(self, "stamps", pd.Index(self.stamps))
+        if self.end_t is not None:
+            end = float(self.end_t)
+            if not np.isfinite(end) or (t.size and end < t[-1]):
+                raise DataError(f"series {self.unique_id!r}: end_t must be finite and not "
+                                f"before the last observation, got {self.end_t!r}")
+            object.__setattr__(self, "end_t", None if t.size and end == t[-1] else end)
 
     # ---- basics ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -88,14 +102,22 @@ class TimeSeries:
             f"TimeSeries(unique_id={self.unique_id!r}, n={self.n}, axis={self.axis.describe()!r})"
         )
 
+    @property
+    def last_t(self) -> float:
+        """The numeric time of the last time stamp: :attr:`end_t` when the source's last rows
+        had missing values, else the last observation's."""
+        return float(self.t[-1]) if self.end_t is None else float(self.end_t)
+
     # ---- forecasting helpers ---------------------------------------------------------------
     def future_t(self, horizon: int) -> np.ndarray:
-        """Numeric times of the next ``horizon`` grid points after the last observation."""
-        return self.axis.future_numeric(float(self.t[-1]), horizon)
+        """Numeric times of the next ``horizon`` grid points after the last time stamp (which
+        is after the last observation when the last values were missing)."""
+        return self.axis.future_numeric(self.last_t, horizon)
 
     def future_ds(self, horizon: int) -> pd.Index:
-        """Time stamps of the next ``horizon`` grid points (dates continue the input's grid)."""
-        return self.axis.future_ds(float(self.t[-1]), horizon)
+        """Time stamps of the next ``horizon`` grid points after the last time stamp (dates
+        continue the input's grid)."""
+        return self.axis.future_ds(self.last_t, horizon)
 
     def scaler(self, *, log: bool = False) -> Scaler:
         """A :class:`Scaler` fitted to this series."""
@@ -105,7 +127,10 @@ class TimeSeries:
     def _subset(self, mask: np.ndarray) -> TimeSeries:
         sub_test = None if self.is_test is None else self.is_test[mask]
         sub_stamps = None if self.stamps is None else self.stamps[mask]
-        return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test, stamps=sub_stamps)
+        # The missing stamps after the last observation belong to a subset that keeps it.
+        end = self.end_t if mask.size and mask[-1] else None
+        return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test, stamps=sub_stamps,
+                       end_t=end)
 
     def last(self, n: int) -> TimeSeries:
         """The ``n`` most recent observations (all of them when ``n`` is at least :attr:`n`)."""

@@ -6,7 +6,8 @@ turns them into frames; the work is done elsewhere: reading the data
 :mod:`autogp.parallel`), forecast frames (:mod:`~autogp.forecast.prediction`, columns by
 :mod:`~autogp.forecast.columns`), structure tables (:mod:`~autogp.forecast.tables`),
 decompositions (:mod:`~autogp.forecast.decompose`), online updates
-(:mod:`~autogp.forecast.update`), model files (:mod:`~autogp.pipeline.saveload`) and plots
+(:mod:`~autogp.forecast.update`), cross-validation (:mod:`~autogp.forecast.crossval`), model
+files (:mod:`~autogp.pipeline.saveload`) and plots
 (:mod:`autogp.plots`). Everything reported (forecasts, quantiles, kernel parameters, component
 curves) is in data units. Every public method runs its JAX work in float64 (:mod:`autogp._x64`)
 without touching JAX's global flag.
@@ -30,6 +31,7 @@ from autogp._x64 import with_x64
 from autogp.config import Config, load_config
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast.columns import MODEL_NAME, level_columns
+from autogp.forecast.crossval import cross_validation as rolling_forecasts
 from autogp.forecast.decompose import decomposition_frame
 from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
 from autogp.forecast.reading import read_panel, read_series
@@ -282,6 +284,48 @@ class AutoGP:
             )
         }
         return model
+
+    # -- cross-validation ---------------------------------------------------------------------
+    @with_x64
+    def cross_validation(
+        self,
+        df: Any,
+        *,
+        h: int,
+        n_windows: int = 1,
+        step_size: int | None = None,
+        refit: bool = True,
+        level: Sequence[float] | None = None,
+        time_col: str | None = None,
+        target_col: str | None = None,
+        id_col: str | None = None,
+        backend: str | None = None,
+        scheduler: str | None = None,
+        client: Any = None,
+        resume: str | Path | None = None,
+    ) -> pd.DataFrame:
+        """Rolling-origin forecasts in statsforecast's layout (:mod:`autogp.forecast.crossval`):
+        ``n_windows`` windows of ``h`` steps, ``step_size`` (default ``h``) apart, the last
+        ending at each series' last stamp. ``refit=True``: every (series, cutoff) is its own fit,
+        all in one panel (``backend`` ... ``resume`` as in :meth:`fit`), equal to a fit of the
+        data truncated at the cutoff with the same seed. ``refit=False``: one fit per series on
+        its first window, conditioned on the data up to each later cutoff. Returns ``unique_id,
+        ds, cutoff, y, AutoGP, AutoGP-lo/hi-<L>`` sorted by ``unique_id, cutoff, ds``; the
+        model's fits are not changed. Windows of a panel that fail are left out with a warning
+        (:attr:`errors`)."""
+        all_series, read_errors = read_panel(df, self.config, time_col, target_col, id_col)
+        panel = len(all_series) + len(read_errors) > 1
+        show = self.progress if self.progress is not None else panel
+        frame, errors = rolling_forecasts(
+            all_series, self.config, h=h, n_windows=n_windows, step_size=step_size,
+            refit=refit, level=level, panel=panel, backend=backend, scheduler=scheduler,
+            client=client, resume=resume, progress=show,
+        )
+        for uid, message in read_errors.items():
+            warnings.warn(f"series {uid!r} was not cross-validated: {message}",
+                          AutoGPDataWarning, stacklevel=3)
+        self.errors = {**read_errors, **errors}
+        return frame
 
     # -- updating -----------------------------------------------------------------------------
     @with_x64

@@ -90,7 +90,9 @@ def update_posterior(
     )
     order = np.argsort(t_all, kind="stable")
     stamps = old.ds.append(stamps_new)[order]
-    series = TimeSeries(t_all[order], y_all[order], uid, old.axis, None, stamps)
+    # The missing stamps after the fitted data stay in the series until new data pass them.
+    end_t = old.end_t if old.end_t is not None and old.end_t > t_all.max() else None
+    series = TimeSeries(t_all[order], y_all[order], uid, old.axis, None, stamps, end_t)
     return Posterior.from_smc(series, fit.scaler, result, num_inducing=fit.num_inducing,
                               updates=fit.updates + 1, left_out=fit.left_out,
                               stride=fit.stride, added=fit.added + int(t_new.size))

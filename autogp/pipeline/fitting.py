@@ -203,7 +203,7 @@ def fit_series_posterior(
                     callback=_part_of(callback, k, len(candidates)))
                 for k, mode in enumerate(candidates)}
         return choose_by_evidence(fits, config)
-    key = series_key(config.seed, series.unique_id, panel)
+    key = series_key(config.seed, series.key_id or series.unique_id, panel)
     series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
     x = scaler.forward_t(series.t)

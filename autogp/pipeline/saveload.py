@@ -19,6 +19,8 @@ Layout (format version 1)::
           "n": 144,                   training observations
           "axis": {...},              TimeAxis.to_dict(): unit, origin, step, freq, ...
           "stamps": "datetime64[us]", how the exact time stamps are stored (or "float64")
+          "end_t": 19.0,              optional: the last time stamp's numeric time when the
+                                      last values were missing (forecasts start after it)
           "scaler": {...},            Scaler.to_dict(): time_offset/scale, value_offset/scale,
                                       boxcox_lambda (0: log), transform_reason, log
           "log_marginal_likelihood": -12.3,
@@ -155,6 +157,7 @@ def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -
                 "n": fit.series.n,
                 "axis": fit.series.axis.to_dict(),
                 "stamps": kind,
+                **({} if fit.series.end_t is None else {"end_t": fit.series.end_t}),
                 "scaler": fit.scaler.to_dict(),
                 "log_marginal_likelihood": _jsonable(float(fit.log_marginal_likelihood)),
                 "updates": fit.updates,
@@ -303,7 +306,8 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             stamps = pd.DatetimeIndex(a["stamps"].astype(np.int64).astype("datetime64[us]"))
         else:
             stamps = pd.Index(a["stamps"].astype(np.float64))
-        series = TimeSeries(a["t"], a["y"], entry["unique_id"], axis, None, stamps)
+        series = TimeSeries(a["t"], a["y"], entry["unique_id"], axis, None, stamps,
+                            entry.get("end_t"))
         if series.n != entry["n"]:
             raise _bad(source, f"series {i}: {series.n} observations but model.json says "
                                f"{entry['n']}")  # fmt: skip
