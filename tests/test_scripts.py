@@ -1,4 +1,4 @@
-"""Smoke tests: every script in ``scripts/`` runs on tiny inputs and its output makes sense.
+"""Smoke tests: each script in ``scripts/`` and ``lab/`` runs on tiny inputs with sound output.
 
 The scripts run in subprocesses, all started at once (they spend most of their time compiling,
 single-threaded), with this checkout first on the path. A new script needs an entry in
@@ -44,9 +44,13 @@ COVERED_ELSEWHERE = {
     "bench_panel.py": "test_bench_panel.py",
     "bench_scaling.py": "test_bench_scaling.py",
     "bench_statespace.py": "test_bench_statespace.py",
+}
+# lab/ script -> the test file that runs it on tiny inputs
+LAB_COVERED = {
     "choose_defaults.py": "test_choose_defaults.py",
     "seed_spread.py": "test_seed_spread.py",
 }
+LAB = ROOT / "lab"
 
 
 def test_every_script_has_a_smoke_run():
@@ -58,6 +62,15 @@ def test_every_script_has_a_smoke_run():
     for script, test_file in COVERED_ELSEWHERE.items():
         text = (Path(__file__).parent / test_file).read_text()
         assert script in text and "--tiny" in text, (script, test_file)
+
+
+def test_every_lab_script_has_a_smoke_run():
+    scripts = {path.name for path in LAB.glob("*.py")
+               if 'if __name__ == "__main__":' in path.read_text()}
+    assert scripts == set(LAB_COVERED), "add a tiny run for each new lab script to LAB_COVERED"
+    for script, test_file in LAB_COVERED.items():
+        text = (Path(__file__).parent / test_file).read_text()
+        assert f"lab.{script.removesuffix('.py')}" in text and "--tiny" in text, script
 
 
 # ---- a tiny M3-style run folder, with scores we can compute here ---------------------------
