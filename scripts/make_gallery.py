@@ -36,9 +36,12 @@ DPI = 90  # small files: the pictures are committed
 def pipeline_figure():
     """The README's picture: data arrive in rounds, particles are kernel expressions that
     move and are reweighted, the weighted particles are the posterior that forecasts."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    fig = plots._figure(10, 3.3)
+    fig = Figure(figsize=(10, 3.3), layout="constrained")
+    FigureCanvasAgg(fig)
     ax = fig.subplots()
     ax.set_xlim(0, 10)
     ax.set_ylim(0, 3.3)
