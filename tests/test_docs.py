@@ -61,3 +61,15 @@ def test_gallery_images_are_committed_and_small():
     for image in images + ["images/how-it-works.png"]:
         size = (ROOT / "docs" / image).stat().st_size
         assert 1_000 < size < 200_000, (image, size)
+
+
+def test_readme_config_example_is_a_valid_config():
+    import tomllib
+
+    from autogp import load_config
+
+    text = (ROOT / "README.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", text, re.DOTALL).group(1)
+    config = load_config(tomllib.loads(example))
+    assert config.smc.num_particles == 16 and list(config.forecast.levels) == [80, 95]
+    assert (ROOT / config.data.path).exists()  # the example sits at the repository's root
