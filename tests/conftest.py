@@ -4,11 +4,10 @@ import shutil
 import tempfile
 
 # The suite compiles hundreds of programs and runs each on toy data: XLA:CPU's backend (LLVM)
-# optimisation is about a third of every compile and buys nothing at these sizes, and its
-# (newer) fusion emitters compile the round programs about a third slower than the classic
-# elemental emitters (bench_rejuvenation --tiny: 9.4 / 11.5 s against 7.0 / 6.7 s;
-# test_round_sizes 90 s against 50 s). Set before JAX starts its backend; autogp's worker
-# processes and the scripts' subprocesses inherit them through the environment.
+# optimisation is a large part of every compile and buys nothing at these sizes, and its
+# fusion emitters compile the round programs more slowly than the classic elemental emitters.
+# Neither changes a result. Set before JAX starts its backend; autogp's worker processes and
+# the scripts' subprocesses inherit them through the environment.
 _FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 for _flag in _FAST_COMPILE:
     if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
@@ -62,22 +61,19 @@ def _memory_mappings() -> int | None:
 
 
 #: Free compiled programs once the process holds this many mappings: well under the kernel's
-#: default limit of 65,530, with room for the largest module (test_smc adds about 24,000).
+#: default limit of 65,530, with room for the mappings the largest test module adds.
 FREE_ABOVE_MAPPINGS = 25_000
 
 
 @pytest.fixture(autouse=True, scope="module")
 def compiled_programs_freed_when_mappings_pile_up():
     """Every compiled XLA:CPU program keeps a few memory mappings alive, and the suite compiles
-    thousands of them in one process. Full runs segfaulted inside XLA's compiler at about 91%,
-    in whichever test compiled next (test_sparse_wiring four times, test_sparse once, even a
-    plain broadcast), which fits running into the kernel's limit of 65,530 mappings
-    (``vm.max_map_count``). After a module that leaves more than ``FREE_ABOVE_MAPPINGS``
-    (always, where the count cannot be read), the compiled programs are dropped: JAX's caches
-    and the exported round programs (``autogp.inference.exported``), which are held outside
-    them (with only ``jax.clear_caches()`` after every module the count still reached 36,000
-    after four SMC modules and the suite segfaulted at 92%). Freeing only when needed keeps the
-    programs that later modules share, which freeing after every module recompiled."""
+    thousands of them in one process: past the kernel's limit of 65,530 mappings
+    (``vm.max_map_count``) XLA's compiler crashes in whichever test compiles next. After a
+    module that leaves more than ``FREE_ABOVE_MAPPINGS`` (always, where the count cannot be
+    read), the compiled programs are dropped: JAX's caches and the exported round programs
+    (``autogp.inference.exported``), which are held outside them, so clearing JAX's caches
+    alone is not enough. Freeing only when needed keeps the programs that later modules share."""
     yield
     mappings = _memory_mappings()
     if mappings is None or mappings > FREE_ABOVE_MAPPINGS:

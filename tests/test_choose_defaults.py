@@ -1,4 +1,4 @@
-"""Smoke test of scripts/choose_defaults.py: two short series, a tiny model, one origin; the
+"""Smoke test of lab/choose_defaults.py: two short series, a tiny model, one origin; the
 table's values are recomputed here from the data file with plain numpy formulas."""
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_script
+import lab.choose_defaults as choose_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 PANEL = ROOT / "benchmarks" / "data" / "dev_panel.csv.gz"
-choose_defaults = load_script("choose_defaults")
 main, training_windows = choose_defaults.main, choose_defaults.training_windows
 SEASON = {"YS": 1, "QS": 4, "MS": 12, "W": 52, "D": 7, "B": 5}
 

@@ -60,7 +60,7 @@ class Blocked:
 
 sys.meta_path.insert(0, Blocked())
 import jax, numpy as np
-from autogp.inference import greedy, mcmc, smc
+from autogp.inference import smc
 from autogp.inference.grammar import Grammar
 from autogp.inference.settings import RefineSettings, SMCSettings
 x = np.linspace(0, 1, 12)

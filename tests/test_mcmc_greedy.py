@@ -10,8 +10,9 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from autogp.config import engine_settings, load_config
-from autogp.inference import greedy, mcmc, smc
+from autogp.inference import smc
 from autogp.kernels import nodes, spec, to_text, unpack
+from lab import greedy, mcmc
 from tests.reference_numpy import gram_numpy
 
 

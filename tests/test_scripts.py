@@ -1,4 +1,4 @@
-"""Smoke tests: every script in ``scripts/`` runs on tiny inputs and its output makes sense.
+"""Smoke tests: each script in ``scripts/`` and ``lab/`` runs on tiny inputs with sound output.
 
 The scripts run in subprocesses, all started at once (they spend most of their time compiling,
 single-threaded), with this checkout first on the path. A new script needs an entry in
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,6 +35,7 @@ SMOKE_ARGS = {
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
     "bench_threefry.py": ["--tiny", "--json", "{tmp}/bench_threefry.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
+    "make_gallery.py": ["--tiny", "--out", "{tmp}/gallery"],
     "panel_scores.py": ["{tmp}/m3_run", "--baselines", "{tmp}/m3_run/baselines.csv",
                         "--freq-data", "{tmp}/m3_run/freq.csv", "--json", "{tmp}/scores.json"],
 }
@@ -42,9 +44,13 @@ COVERED_ELSEWHERE = {
     "bench_panel.py": "test_bench_panel.py",
     "bench_scaling.py": "test_bench_scaling.py",
     "bench_statespace.py": "test_bench_statespace.py",
+}
+# lab/ script -> the test file that runs it on tiny inputs
+LAB_COVERED = {
     "choose_defaults.py": "test_choose_defaults.py",
     "seed_spread.py": "test_seed_spread.py",
 }
+LAB = ROOT / "lab"
 
 
 def test_every_script_has_a_smoke_run():
@@ -56,6 +62,15 @@ def test_every_script_has_a_smoke_run():
     for script, test_file in COVERED_ELSEWHERE.items():
         text = (Path(__file__).parent / test_file).read_text()
         assert script in text and "--tiny" in text, (script, test_file)
+
+
+def test_every_lab_script_has_a_smoke_run():
+    scripts = {path.name for path in LAB.glob("*.py")
+               if 'if __name__ == "__main__":' in path.read_text()}
+    assert scripts == set(LAB_COVERED), "add a tiny run for each new lab script to LAB_COVERED"
+    for script, test_file in LAB_COVERED.items():
+        text = (Path(__file__).parent / test_file).read_text()
+        assert f"lab.{script.removesuffix('.py')}" in text and "--tiny" in text, script
 
 
 # ---- a tiny M3-style run folder, with scores we can compute here ---------------------------
@@ -116,9 +131,17 @@ def _write_m3_run(run_dir: Path) -> dict[str, float]:
 
 
 # ---- running the scripts --------------------------------------------------------------------
+def _selected_scripts(session) -> list[str]:
+    """The scripts whose smoke test this session runs (all of them unless ``-k`` picks)."""
+    names = {item.callspec.params["name"] for item in session.items
+             if item.originalname == "test_script_runs_on_tiny_inputs"}
+    return sorted(names)
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Start every script at once; ``runs[name]`` is ``(process, tmp folder, extra facts)``."""
+def runs(request, tmp_path_factory):
+    """Start every selected script at once; ``runs[name]`` is ``(process, tmp folder, extra
+    facts)``."""
     tmp = tmp_path_factory.mktemp("scripts")
     expected = _write_m3_run(tmp / "m3_run")
     facts = {"m3_report.py": expected, "panel_scores.py": expected}
@@ -126,7 +149,8 @@ def runs(tmp_path_factory):
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     started = {}
-    for name, args in SMOKE_ARGS.items():
+    for name in _selected_scripts(request.session):
+        args = SMOKE_ARGS[name]
         command = [sys.executable, str(SCRIPTS / name)] + [a.format(tmp=tmp) for a in args]
         started[name] = subprocess.Popen(
             command, cwd=tmp, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -240,6 +264,28 @@ def _markdown_row(report: str, first_cell: str) -> dict[str, str]:
     raise AssertionError(f"no table row {first_cell!r} in the report")
 
 
+def check_make_gallery(tmp: Path, output: str, _facts) -> None:
+    import matplotlib.image
+
+    out = tmp / "gallery"
+    page = (out / "gallery.md").read_text()
+    linked = re.findall(r"!\[[^]]*\]\(([^)]+)\)", page)
+    assert sorted(linked) == ["images/components.png", "images/forecast.png",
+                              "images/structures.png"]
+    for name in ("forecast", "components", "structures", "how-it-works"):
+        path = out / "images" / f"{name}.png"
+        assert 5_000 < path.stat().st_size < 200_000, (name, path.stat().st_size)
+        pixels = matplotlib.image.imread(path)
+        assert pixels.ndim == 3 and pixels.shape[1] > 500, (name, pixels.shape)
+        assert pixels[..., :3].std() > 0.05, f"{name}.png is blank"  # something is drawn
+    # the structure table lists the fit's structures, their weights summing to at most one
+    rows = [line.split("|")[1:3] for line in page.splitlines() if line.startswith("| `")]
+    weights = [float(w) for _, w in rows]
+    assert rows and weights == sorted(weights, reverse=True) and sum(weights) <= 1 + 1e-3
+    assert "*Made with `--tiny`" in page and "fitted in" in page  # explain()'s transform line
+    assert output.count("wrote ") == 5
+
+
 def check_m3_report(tmp: Path, output: str, expected: dict[str, float]) -> None:
     run_dir = tmp / "m3_run"
     report = (run_dir / "report.md").read_text()
@@ -270,6 +316,7 @@ CHECKS = {
     "bench_rejuvenation.py": check_bench_rejuvenation,
     "bench_smc.py": check_bench_smc,
     "bench_threefry.py": check_bench_threefry,
+    "make_gallery.py": check_make_gallery,
     "m3_report.py": check_m3_report,
     "panel_scores.py": check_panel_scores,
 }

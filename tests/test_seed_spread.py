@@ -1,4 +1,4 @@
-"""scripts/seed_spread.py: its per-series table against hand computation, and a tiny run."""
+"""lab/seed_spread.py: its per-series table against hand computation, and a tiny run."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.helpers import load_script
+import lab.seed_spread as seed_spread
 
 
 def _script():
-    return load_script("seed_spread")
+    return seed_spread
 
 
 def test_per_series_rmse_and_inside_count_by_hand(tmp_path):

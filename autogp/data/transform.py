@@ -26,27 +26,17 @@ Why monthly and quarterly series are not left in data units once Guerrero's crit
 computed (three seasons or more): a wrong "none" costs more than a wrong "log". Where the level
 moves little the log is nearly linear and changes little; where it moves a lot, the log's
 intervals widen with the level and its trend compounds, as those of most business and economic
-series do. On the rolling-origin windows of the eighteenth validation run (the seventeenth
-run's fits rescored; ``benchmarks/choose_defaults/README.md``, "Monthly and quarterly series in
-log units") the windows this changes scored, in data units and in log units: M3 (36 of 175
-windows) MASE 0.756 and 0.739, scaled CRPS 0.0406 and 0.0386, 95% coverage 0.86 and 0.93;
-development panel (4 of 52 windows, seeds 0 / 1) MASE 0.870 / 0.887 and 0.838 / 0.841.
+series do. Rolling-origin windows inside the training data confirmed it on short series.
 
-Why only up to ``LOG_RULE_MAX_VALUES`` values: those windows had 42 to 108 values. On the one
-longer development series the rule swaps (``fpp3.canadian_gas``, fitted on 300 values; the
-twentieth run, 4 origins at seeds 0 and 1) the log lost at both seeds: MASE 1.785 / 1.320
-against 0.957 / 0.855 in data units, scaled CRPS about twice as large. One series cannot say
-whether length or the series itself decides this, so the rule stops a little above the
-longest validated window, where it still covers every M3 monthly series (at most 126
-training values); longer series keep Guerrero's verdict. Other seasons (weeks, days, hours)
-were not validated and keep it too.
+Why only up to ``LOG_RULE_MAX_VALUES`` values: on a longer series the log rule lost to
+Guerrero's verdict, so the rule stops a little above the longest windows it was checked on,
+where it still covers every M3 monthly series; longer series keep Guerrero's verdict. Other
+seasons (weeks, days, hours) keep it too.
 
-Why lean to the log: on short series Guerrero's criterion is flat and its estimate noisy, and
-rolling-origin validation inside the training data (``scripts/choose_defaults.py``,
-``benchmarks/choose_defaults/``: 26 windows of 13 benchmark series) scored
-log-for-positive-series at mean MASE 1.475 / scaled CRPS 0.0453 / 95% coverage 0.89 against
-1.793 / 0.0484 / 0.84 on the raw scale, and a rule leaning to no transform at 1.641 / 0.0478 /
-0.87; this rule scores 1.517 / 0.0443 / 0.89 there.
+Why lean to the log: on short series Guerrero's criterion is flat and its estimate noisy.
+
+How these rules were chosen, with the figures: ``docs/defaults.md`` and
+``benchmarks/choose_defaults/README.md``.
 """
 
 from __future__ import annotations
@@ -65,8 +55,7 @@ NONE_RATIO = 1.25
 #: Seasons (in steps: quarterly, monthly data) whose positive series take the log where
 #: Guerrero's criterion would leave them in data units (see the module docstring).
 LOG_SEASONS = frozenset({4, 12})
-#: ... but only on series of at most this many values: the longest windows the rule was
-#: validated on had 108, and on longer ones Guerrero's verdict held (see the module docstring).
+#: ... but only on series of at most this many values (see the module docstring).
 LOG_RULE_MAX_VALUES = 150
 #: Smallest value of lam * z + 1 in the inverse (its domain ends at 0 for lam != 0).
 _TINY = 1e-12

@@ -1,5 +1,7 @@
-"""Benchmark experiments, kept apart from the library: ``autogp run CONFIG`` fits a panel on its
-training rows, scores the held-out rows and compares with statsforecast's baselines.
+"""Experiments from a config file, a user feature: ``autogp run CONFIG`` fits a panel on its
+training rows, scores the held-out rows and, when statsforecast is installed, fits its models
+on the same split beside autogp, then writes a report. (Tools that tune autogp itself live in
+the repository's ``lab/``, outside the package.)
 
 * :mod:`~autogp.experiments.runner`: the experiment a config file describes.
 * :mod:`~autogp.experiments.sampling`: ``--limit N``, a stratified sample of the series.

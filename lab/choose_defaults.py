@@ -19,9 +19,9 @@ Writes ``windows.csv`` (one row per candidate and window, with the forecasts), `
 and ``summary.md`` (per-candidate means, and per-window wins against the first candidate) into
 ``--out`` (default ``benchmarks/choose_defaults``).
 
-    python scripts/choose_defaults.py --dev 12 --m3 4 --workers 2
-    python scripts/choose_defaults.py --dev 0 --m3 100 --baselines --windows RUN/windows.csv
-    python scripts/choose_defaults.py --tiny --out /tmp/cd   # smoke test: 2 short series, seconds
+    python lab/choose_defaults.py --dev 12 --m3 4 --workers 2
+    python lab/choose_defaults.py --dev 0 --m3 100 --baselines --windows RUN/windows.csv
+    python lab/choose_defaults.py --tiny --out /tmp/cd   # smoke test: 2 short series, seconds
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "particles=64": {"smc.num_particles": 64},
     # A power posterior (SafeBayes learning rate): flatter weights over structures, on every
     # series (power_from = 0); power60=...: on series of at least 60 points (smc.power_from).
-    # The defaults are power60=0.5 (chosen in the seventh run); eta=1 is the Bayesian posterior.
+    # The defaults are power60=0.5; eta=1 is the Bayesian posterior.
     "eta=1": {"smc.likelihood_power": 1.0},
     "power=0.5": {"smc.likelihood_power": 0.5, "smc.power_from": 0},
     "power=0.25": {"smc.likelihood_power": 0.25, "smc.power_from": 0},
@@ -106,7 +106,7 @@ CANDIDATES: dict[str, dict[str, object]] = {
     "late_steps=10": {"refine.late_steps": 10},
     "late_steps=20": {"refine.late_steps": 20},
     # The optimiser's gradient from 16 Rademacher probes in rounds on >= 256 columns (the
-    # default since the twelfth run), or the exact one.
+    # default), or the exact one.
     "probes=16": {"refine.probes": 16},
     "probes=0": {"refine.probes": 0},
     # Final structure weights from the Laplace evidence of the particles' modes instead of the
@@ -578,7 +578,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--tiny", action="store_true",
                    help="smoke test: 2 short dev series, 1 origin, 2 candidates, a tiny model")
     args = p.parse_args(argv)
-    command = "python scripts/choose_defaults.py " + " ".join(
+    command = "python lab/choose_defaults.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
     names = list(CANDIDATES) if args.candidates is None else args.candidates.split(",")
     unknown = [n for n in names if n not in CANDIDATES]

@@ -5,9 +5,9 @@ into its own folder, and the script reports, per seed, the per-series means of M
 95% coverage and RMSE, then the spread of the mean MASE over seeds ((max - min) / mean) and, per
 series, the median over seeds. The test split only reports: nothing here chooses a setting.
 
-    python scripts/seed_spread.py configs/dev_panel.toml --seeds 0,1,2,3,4
-    python scripts/seed_spread.py configs/airline_defaults.toml --seeds 0,1,2,3,4 --holdout 18
-    python scripts/seed_spread.py --tiny --out /tmp/spread      # smoke run: seconds
+    python lab/seed_spread.py configs/dev_panel.toml --seeds 0,1,2,3,4
+    python lab/seed_spread.py configs/airline_defaults.toml --seeds 0,1,2,3,4 --holdout 18
+    python lab/seed_spread.py --tiny --out /tmp/spread      # smoke run: seconds
 """
 
 from __future__ import annotations
