@@ -158,6 +158,13 @@ def test_parts_must_have_distinct_names(tmp_path):
         run_experiment(config, quiet=True)
 
 
+def test_settings_the_parts_would_ignore_are_an_error(tmp_path):
+    config = tmp_path / "all.toml"
+    config.write_text('[smc]\nnum_particles = 8\n[experiment]\nparts = ["a.toml"]\n')
+    with pytest.raises(ConfigError, match=r"smc is set in an experiment with parts.*--set"):
+        run_experiment(config, quiet=True)
+
+
 def test_a_group_absent_from_the_file_is_named(tmp_path):
     config = tmp_path / "q.toml"
     config.write_text(

@@ -24,7 +24,11 @@ def _cell(value: Any) -> str:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    """A Markdown table; columns of numbers are right-aligned."""
+    numeric = [all(isinstance(row[j], int | float) or row[j] is None for row in rows)
+               for j in range(len(header))]
+    rule = "|" + "|".join("---:" if j and numeric[j] else "---" for j in range(len(header)))
+    lines = ["| " + " | ".join(header) + " |", rule + "|"]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return lines
 

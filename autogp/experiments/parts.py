@@ -20,10 +20,20 @@ from autogp.experiments.report import machine_description
 from autogp.experiments.runner import find_file, run_experiment
 from autogp.forecast.atomic import atomic_write_text
 
+# The sections a config of parts leaves to its parts (it sets only output.dir and experiment).
+UNUSED_SECTIONS = ("data", "grammar", "priors", "smc", "refine", "forecast")
+
 
 def part_configs(config_path: Path, config: Config) -> list[tuple[str, Path]]:
     """``(name, config file)`` of each part, checked: parts are plain experiments with
-    distinct names."""
+    distinct names, and the config of the parts sets nothing that they would not use."""
+    defaults, bare = Config(), load_config(config_path)
+    for name in ("seed", *UNUSED_SECTIONS):
+        if getattr(bare, name) != getattr(defaults, name):
+            raise ConfigError(
+                f"{config_path}: {name} is set in an experiment with parts, whose parts are "
+                f"configs of their own; set it in each part, or on the command line (--set) "
+                "for all of them", key=name)
     parts: list[tuple[str, Path]] = []
     for given in config.experiment.parts:
         path = find_file(given, config_path)
@@ -87,4 +97,4 @@ def run_parts(
     return summary
 
 
-__all__ = ["part_configs", "run_parts"]
+__all__ = ["UNUSED_SECTIONS", "part_configs", "run_parts"]
