@@ -18,8 +18,7 @@ def read_reference(path: Path, experiment: str) -> list[dict[str, Any]]:
     """The rows of ``experiment`` in the reference file at ``path`` (``model``, ``metric``,
     ``value``, ``source``), in file order; an empty list when it has none."""
     try:
-        frame = pd.read_csv(path, dtype={"experiment": str, "model": str, "metric": str,
-                                         "source": str})
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)  # values as written
     except (OSError, ValueError) as exc:
         raise DataError(f"experiment.reference: cannot read {path}: {exc}") from None
     lost = [c for c in REFERENCE_COLUMNS if c not in frame.columns]
