@@ -1,14 +1,18 @@
 """The experiment package apart from the ``autogp run`` command (tested in test_cli.py):
-sampling a panel and splitting series into training and held-out parts."""
+sampling a panel, splitting series into training and held-out parts, and the baselines and
+published results an experiment is compared with."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from autogp.data import from_arrays, from_frame
 from autogp.experiments import stratified_sample
-from autogp.experiments.runner import split_series
+from autogp.experiments.comparison import baselines_from_file
+from autogp.experiments.published import read_reference
+from autogp.experiments.runner import baseline_calendar, split_series
 from autogp.experiments.sampling import read_strata
 
 
@@ -50,3 +54,42 @@ def test_split_series_takes_the_split_column_then_the_holdout():
     marked = from_frame(frame, split_col="split")
     train, test = split_series(marked, 3)  # the split column wins over --holdout
     assert (train.n, test.n) == (8, 2)
+
+
+def test_baseline_calendar_is_the_groups_season_and_frequency():
+    quarterly = from_frame(pd.DataFrame({"ds": pd.date_range("2000-01-01", periods=12, freq="QS"),
+                                         "y": np.arange(12.0)}))
+    yearly = from_frame(pd.DataFrame({"ds": pd.date_range("2000-01-01", periods=12, freq="YS"),
+                                      "y": np.arange(12.0)}))
+    assert baseline_calendar([(quarterly, None)] * 2) == {"season_length": 4,
+                                                           "freq": quarterly.axis.freq}
+    assert baseline_calendar([(yearly, None)])["season_length"] == 1
+    assert baseline_calendar([(quarterly, None), (yearly, None)]) == {}  # no common calendar
+
+
+def test_baselines_from_file_aligns_steps_and_names_what_is_missing(tmp_path):
+    fc = pd.DataFrame({"unique_id": ["a"] * 3, "ds": ["x1", "x2", "x3"],
+                       "M": [1.0, 2.0, 3.0], "M-lo-80": [0.0, 1.0, 2.0],
+                       "M-hi-80": [2.0, 3.0, 4.0]})
+    path = tmp_path / "baselines.csv"
+    fc.to_csv(path, index=False)
+    scored = pd.DataFrame({"unique_id": ["a", "a"], "ds": [10, 11], "y": [5.0, 6.0]})
+    got = baselines_from_file(path, scored, [80])
+    assert got["ds"].tolist() == [10, 11] and got["M"].tolist() == [1.0, 2.0]
+    assert got["M-hi-80"].tolist() == [2.0, 3.0] and got["y"].tolist() == [5.0, 6.0]
+    with pytest.raises(ValueError, match="no column 'M-lo-95' for the 95% interval"):
+        baselines_from_file(path, scored, [95])
+    with pytest.raises(ValueError, match=r"no forecasts for 1 series, e.g. \['b'\]"):
+        baselines_from_file(path, scored.assign(unique_id="b"), [80])
+
+
+def test_reference_rows_of_one_experiment_and_bad_values(tmp_path):
+    path = tmp_path / "published.csv"
+    path.write_text("experiment,model,metric,value,source\n"
+                    "x,A,mase,0.5,paper\ny,B,mase,0.7,paper\n")
+    assert read_reference(path, "x") == [{"model": "A", "metric": "mase", "value": 0.5,
+                                          "source": "paper"}]
+    assert read_reference(path, "z") == []
+    path.write_text("experiment,model,metric,value,source\nx,A,mase,n/a,paper\n")
+    with pytest.raises(ValueError, match=r"row 2: value 'n/a' is not a number"):
+        read_reference(path, "x")

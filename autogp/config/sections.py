@@ -188,12 +188,47 @@ class ExperimentConfig:
     metrics: tuple[str, ...] = setting(
         ("smape", "mase", "coverage"), "metrics to report", kind="list", item=Spec("str", "")
     )
+    parts: tuple[str, ...] = key(
+        (),
+        "config files (relative to this one) run one after another as the parts of this "
+        "experiment, each into output.dir/<its experiment.name>, with an overall report; "
+        "command-line options apply to every part",
+        "list", item=KeySpec("str", ""),
+    )
+    group_col: str | None = key(
+        None, "column that selects this experiment's series (with group_value)", "str",
+        optional=True,
+    )
+    group_value: str | None = key(
+        None, "value of group_col whose series are fitted (e.g. 'QS')", "str", optional=True
+    )
+    baselines: str | None = key(
+        None,
+        "CSV of baseline forecasts on the same split (unique_id, ds, <Model>, <Model>-lo-<L>, "
+        "<Model>-hi-<L>; relative to this file), scored instead of fitting statsforecast",
+        "str", optional=True,
+    )
+    reference: str | None = key(
+        None,
+        "CSV of published results (experiment, model, metric, value, source; relative to this "
+        "file): the rows of this experiment.name are quoted in the report, labelled published",
+        "str", optional=True,
+    )
 
     def validate(self, prefix: str) -> None:
         if not self.metrics or any(not m.strip() for m in self.metrics):
             raise ConfigError(
                 f"{prefix}.metrics = {list(self.metrics)} must be a non-empty list of names",
                 key=f"{prefix}.metrics",
+            )
+        if (self.group_col is None) != (self.group_value is None):
+            given, missing = (
+                ("group_col", "group_value") if self.group_value is None
+                else ("group_value", "group_col")
+            )
+            raise ConfigError(
+                f"{prefix}.{given} is set but {prefix}.{missing} is not: set both or neither",
+                key=f"{prefix}.{missing}",
             )
 
 

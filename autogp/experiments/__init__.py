@@ -11,6 +11,10 @@ the repository's ``lab/``, outside the package.)
 * :mod:`~autogp.experiments.baselines`: statsforecast's AutoETS, AutoARIMA, AutoTheta, ...
 * :mod:`~autogp.experiments.comparison`: AutoGP against the baselines on the same split.
 * :mod:`~autogp.experiments.report`: the files and tables an experiment leaves behind.
+* :mod:`~autogp.experiments.markdown`: ``report.md``, an experiment's scores beside the
+  baselines' and the published ones.
+* :mod:`~autogp.experiments.published`: published results quoted in a report.
+* :mod:`~autogp.experiments.parts`: an experiment made of parts (``experiment.parts``: all of M3).
 """
 
 from autogp.experiments.runner import SUPPORTED_METRICS, resolve_data_path, run_experiment

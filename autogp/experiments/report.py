@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from autogp.config import Config
+from autogp.experiments.markdown import experiment_report
 from autogp.forecast.model import AutoGP
 from autogp.pipeline.atomic import atomic_write, atomic_write_text
 
@@ -37,7 +38,8 @@ def write_outputs(
 ) -> None:
     """Write the experiment's files into ``output.dir``: ``errors.csv`` (series not fitted),
     ``train.csv``, ``baselines.csv``, ``structures.csv``, the forecast, ``metrics.csv`` (one row
-    a scored series), ``summary.json``, and the model file and plot when the config names them."""
+    a scored series), ``summary.json``, ``report.md`` (the scores beside the baselines' and the
+    published ones), and the model file and plot when the config names them."""
     o = config.output
     directory = Path(o.dir)
     written = []
@@ -68,6 +70,9 @@ def write_outputs(
         written.append(p)
     p = directory / "summary.json"
     atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
+    written.append(p)
+    p = directory / "report.md"
+    atomic_write_text(p, experiment_report(summary))
     written.append(p)
     if o.model:
         p = directory / o.model

@@ -12,7 +12,12 @@ and the coverage of each interval level, per series and averaged (``metrics.csv`
 ``forecast.horizon`` steps.
 
 A relative ``data.path`` is relative to the config file's folder; when no file is there it is
-looked up in the working directory, then (by file name) in ``examples/data/``.
+looked up in the working directory, then (by file name) in ``examples/data/``. So are
+``experiment.baselines`` and ``experiment.reference``.
+
+``experiment.group_col``/``group_value`` fit only the series of one group of the file (M3's
+yearly series of a file that also holds quarterly ones); ``experiment.parts`` makes the
+experiment a list of such configs (:mod:`~autogp.experiments.parts`).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from rich.console import Console
 from autogp.config import Config, ConfigError, load_config
 from autogp.data import DataError, TimeSeries, from_frame, read_csv
 from autogp.data.seasons import with_frequency
-from autogp.experiments.comparison import baselines_on_split, compare_models
+from autogp.experiments.comparison import baselines_from_file, baselines_on_split, compare_models
+from autogp.experiments.published import read_reference
 from autogp.experiments.report import machine_description, print_summary, write_outputs
 from autogp.experiments.sampling import stratified_sample
 from autogp.experiments.series_scores import SUPPORTED_METRICS, forecast_and_score_chunk
@@ -46,7 +52,13 @@ def resolve_data_path(config: Config, config_path: Path) -> Path:
             f"{config_path}: data.path must be set for 'autogp run' (the series to fit)",
             key="data.path",
         )
-    given = Path(config.data.path).expanduser()
+    return find_file(config.data.path, config_path)
+
+
+def find_file(path: str, config_path: Path) -> Path:
+    """A file named in a config: relative to the config's folder, else to the working
+    directory, else (by file name) in ``examples/data/``."""
+    given = Path(path).expanduser()
     if given.is_absolute():
         candidates = [given]
     else:
@@ -79,6 +91,41 @@ def apply_freq_column(series: list[TimeSeries], data_path: Path, config: Config
         frame = frame.dropna().drop_duplicates(d.id_col)
         freq = dict(zip(frame[d.id_col].astype(str), frame[d.freq_col].astype(str), strict=True))
     return [with_frequency(s, freq.get(s.unique_id)) for s in series]
+
+
+def select_group(series: list[TimeSeries], data_path: Path, config: Config
+                 ) -> list[TimeSeries]:
+    """The series whose ``experiment.group_col`` is ``experiment.group_value``."""
+    e, id_col = config.experiment, config.data.id_col
+    if e.group_col is None:
+        return series
+    if id_col is None:
+        raise ConfigError("experiment.group_col needs a panel: set data.id_col",
+                          key="experiment.group_col")
+    try:
+        frame = pd.read_csv(data_path, usecols=[id_col, e.group_col], dtype=str,
+                            sep=config.data.sep, engine="c" if config.data.sep else "python")
+    except ValueError as exc:
+        raise DataError(f"{data_path}: experiment.group_col = {e.group_col!r}: {exc}") from None
+    members = set(frame.loc[frame[e.group_col] == e.group_value, id_col])
+    chosen = [s for s in series if s.unique_id in members]
+    if not chosen:
+        values = sorted(frame[e.group_col].dropna().unique())[:20]
+        raise DataError(f"{data_path}: no series has {e.group_col} = {e.group_value!r} "
+                        f"(experiment.group_value; values in the file: {values})")
+    return chosen
+
+
+def baseline_calendar(pairs: list[tuple[TimeSeries, TimeSeries | None]]) -> dict[str, Any]:
+    """``season_length`` and ``freq`` for statsforecast when every series shares them."""
+    seasons = {seasonality(t.axis) for t, _ in pairs}
+    freqs = {t.axis.freq for t, _ in pairs if t.axis.kind == "datetime"}
+    calendar: dict[str, Any] = {}
+    if len(seasons) == 1:
+        calendar["season_length"] = seasons.pop()
+    if len(freqs) == 1 and None not in freqs:
+        calendar["freq"] = freqs.pop()
+    return calendar
 
 
 def split_series(series: TimeSeries, holdout: int | None
@@ -145,6 +192,13 @@ def run_experiment(
     err = err or Console(stderr=True)
     config_path = Path(config_path)
     config = load_config(config_path, overrides)
+    if config.experiment.parts:
+        # The parts module runs each part through this function, so it is imported here.
+        from autogp.experiments.parts import run_parts
+
+        return run_parts(config_path, config, overrides=overrides, limit=limit,
+                         baselines=baselines, holdout=holdout, quiet=quiet, resume=resume,
+                         out=out, err=err)
     unknown = [m for m in config.experiment.metrics if m not in SUPPORTED_METRICS]
     if unknown:
         raise ConfigError(
@@ -158,6 +212,7 @@ def run_experiment(
     )
     if config.data.freq_col is not None:
         all_series = apply_freq_column(all_series, data_path, config)
+    all_series = select_group(all_series, data_path, config)
     if limit is not None:
         all_series = stratified_sample(all_series, data_path, config.data.id_col, limit,
                                        config.seed)
@@ -204,6 +259,8 @@ def run_experiment(
         "particles": config.smc.num_particles,
         "workers": min(resolve_workers(config.smc.workers), len(pairs)),
         "seed": config.seed,
+        "horizons": sorted({len(h.y) for _, h in pairs if h is not None}),
+        "seasons": sorted({seasonality(t.axis) for t, _ in pairs}),
         "fit_seconds": round(fit_seconds, 3),
         "fit_seconds_per_series": round(fit_seconds / max(1, len(pairs)), 3),
         "metrics": {},
@@ -219,13 +276,22 @@ def run_experiment(
     if rows:
         scored = forecast.dropna(subset=["y"]) if "y" in forecast else forecast
         seasons = {t.unique_id: seasonality(t.axis) for t, _ in pairs}
-        if baselines:
+        if config.experiment.baselines is not None:
+            baselines_path = find_file(config.experiment.baselines, config_path)
+            baseline_fc = baselines_from_file(baselines_path, scored, levels)
+            summary["baseline_source"] = f"read from `{baselines_path}`"
+        elif baselines:
             if not quiet:
                 err.print("fitting statsforecast baselines (AutoETS, AutoARIMA, AutoTheta, "
                           "SeasonalNaive) on the same split", markup=False)
             baseline_fc, summary["baseline_seconds"] = baselines_on_split(train_frame, scored,
                                                                           levels, seasons)
+            summary["baseline_source"] = (
+                "statsforecast fitted on the same split, each series with its own season")
         summary["comparison"] = compare_models(scored, baseline_fc, train_frame, levels, seasons)
+    if config.experiment.reference is not None:
+        summary["published"] = read_reference(
+            find_file(config.experiment.reference, config_path), name)
     write_outputs(config, model, forecast, metrics, summary, quiet, err,
                   train=train_frame, baselines=baseline_fc, errors=errors)
     print_summary(out, summary)
@@ -235,8 +301,11 @@ def run_experiment(
 __all__ = [
     "SUPPORTED_METRICS",
     "apply_freq_column",
+    "baseline_calendar",
+    "find_file",
     "resolve_data_path",
     "run_experiment",
+    "select_group",
     "series_reader",
     "split_series",
 ]

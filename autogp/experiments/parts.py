@@ -1,0 +1,100 @@
+"""An experiment made of parts (``experiment.parts``): each part is a config file of its own
+(its data, group, horizon, baselines, published results), run as its own experiment into
+``output.dir/<its experiment.name>``; then an overall ``summary.json`` and ``report.md`` in
+``output.dir``, one row a part. Options given on the command line apply to every part, so
+``--limit N`` samples N series of each part and ``--resume`` resumes each part."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from autogp.config import Config, ConfigError, load_config
+from autogp.experiments.markdown import parts_report
+from autogp.experiments.report import machine_description
+from autogp.experiments.runner import find_file, run_experiment
+from autogp.forecast.atomic import atomic_write_text
+
+# The sections a config of parts leaves to its parts (it sets only output.dir and experiment).
+UNUSED_SECTIONS = ("data", "grammar", "priors", "smc", "refine", "forecast")
+
+
+def part_configs(config_path: Path, config: Config) -> list[tuple[str, Path]]:
+    """``(name, config file)`` of each part, checked: parts are plain experiments with
+    distinct names, and the config of the parts sets nothing that they would not use."""
+    defaults, bare = Config(), load_config(config_path)
+    for name in ("seed", *UNUSED_SECTIONS):
+        if getattr(bare, name) != getattr(defaults, name):
+            raise ConfigError(
+                f"{config_path}: {name} is set in an experiment with parts, whose parts are "
+                f"configs of their own; set it in each part, or on the command line (--set) "
+                "for all of them", key=name)
+    parts: list[tuple[str, Path]] = []
+    for given in config.experiment.parts:
+        path = find_file(given, config_path)
+        part = load_config(path)
+        if part.experiment.parts:
+            raise ConfigError(
+                f"{config_path}: experiment.parts: {path} has parts of its own; a part must be "
+                "a plain experiment", key="experiment.parts")
+        name = part.experiment.name or path.stem
+        if name in (n for n, _ in parts):
+            raise ConfigError(
+                f"{config_path}: experiment.parts: two parts are called {name!r} (their "
+                "experiment.name), so one would overwrite the other's outputs",
+                key="experiment.parts")
+        parts.append((name, path))
+    return parts
+
+
+def run_parts(
+    config_path: Path,
+    config: Config,
+    *,
+    overrides: dict[str, Any] | None,
+    out: Console | None = None,
+    err: Console | None = None,
+    quiet: bool = False,
+    **options: Any,
+) -> dict[str, Any]:
+    """Run every part of ``config`` (see the module docstring); returns the overall summary.
+
+    ``options`` (``limit``, ``baselines``, ``holdout``, ``resume``) are passed to each part's
+    :func:`~autogp.experiments.runner.run_experiment`."""
+    out = out or Console()
+    err = err or Console(stderr=True)
+    root = Path(config.output.dir)
+    name = config.experiment.name or config_path.stem
+    parts = part_configs(config_path, config)
+    summaries = []
+    for part_name, path in parts:
+        if not quiet:
+            err.print(f"{name}: part {part_name} ({path})", markup=False)
+        part_overrides = {**(overrides or {}), "output.dir": str(root / part_name)}
+        summaries.append(run_experiment(path, overrides=part_overrides, quiet=quiet, out=out,
+                                        err=err, **options))
+    summary = {
+        "experiment": name,
+        "config": str(config_path),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "machine": machine_description(),
+        "command": "autogp " + " ".join(sys.argv[1:]) if sys.argv[1:] else str(config_path),
+        "parts": {part_name: {"dir": str(root / part_name), **s}
+                  for (part_name, _), s in zip(parts, summaries, strict=True)},
+    }
+    report = parts_report(name, summaries)
+    root.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(root / "summary.json", json.dumps(summary, indent=2) + "\n")
+    atomic_write_text(root / "report.md", report)
+    out.print(report, markup=False, soft_wrap=True)
+    if not quiet:
+        err.print(f"wrote {root / 'summary.json'}, {root / 'report.md'}", markup=False)
+    return summary
+
+
+__all__ = ["UNUSED_SECTIONS", "part_configs", "run_parts"]
