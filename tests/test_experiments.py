@@ -12,7 +12,7 @@ from autogp.data import from_arrays, from_frame
 from autogp.experiments import stratified_sample
 from autogp.experiments.comparison import baselines_from_file
 from autogp.experiments.published import read_reference
-from autogp.experiments.runner import baseline_calendar, split_series
+from autogp.experiments.runner import split_series
 from autogp.experiments.sampling import read_strata
 
 
@@ -54,17 +54,6 @@ def test_split_series_takes_the_split_column_then_the_holdout():
     marked = from_frame(frame, split_col="split")
     train, test = split_series(marked, 3)  # the split column wins over --holdout
     assert (train.n, test.n) == (8, 2)
-
-
-def test_baseline_calendar_is_the_groups_season_and_frequency():
-    quarterly = from_frame(pd.DataFrame({"ds": pd.date_range("2000-01-01", periods=12, freq="QS"),
-                                         "y": np.arange(12.0)}))
-    yearly = from_frame(pd.DataFrame({"ds": pd.date_range("2000-01-01", periods=12, freq="YS"),
-                                      "y": np.arange(12.0)}))
-    assert baseline_calendar([(quarterly, None)] * 2) == {"season_length": 4,
-                                                           "freq": quarterly.axis.freq}
-    assert baseline_calendar([(yearly, None)])["season_length"] == 1
-    assert baseline_calendar([(quarterly, None), (yearly, None)]) == {}  # no common calendar
 
 
 def test_baselines_from_file_aligns_steps_and_names_what_is_missing(tmp_path):

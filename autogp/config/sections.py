@@ -188,31 +188,32 @@ class ExperimentConfig:
     metrics: tuple[str, ...] = setting(
         ("smape", "mase", "coverage"), "metrics to report", kind="list", item=Spec("str", "")
     )
-    parts: tuple[str, ...] = key(
+    parts: tuple[str, ...] = setting(
         (),
         "config files (relative to this one) run one after another as the parts of this "
         "experiment, each into output.dir/<its experiment.name>, with an overall report; "
         "command-line options apply to every part",
-        "list", item=KeySpec("str", ""),
+        kind="list", item=Spec("str", ""),
     )
-    group_col: str | None = key(
-        None, "column that selects this experiment's series (with group_value)", "str",
+    group_col: str | None = setting(
+        None, "column that selects this experiment's series (with group_value)", kind="str",
         optional=True,
     )
-    group_value: str | None = key(
-        None, "value of group_col whose series are fitted (e.g. 'QS')", "str", optional=True
+    group_value: str | None = setting(
+        None, "value of group_col whose series are fitted (e.g. 'QS')", kind="str",
+        optional=True,
     )
-    baselines: str | None = key(
+    baselines: str | None = setting(
         None,
         "CSV of baseline forecasts on the same split (unique_id, ds, <Model>, <Model>-lo-<L>, "
         "<Model>-hi-<L>; relative to this file), scored instead of fitting statsforecast",
-        "str", optional=True,
+        kind="str", optional=True,
     )
-    reference: str | None = key(
+    reference: str | None = setting(
         None,
         "CSV of published results (experiment, model, metric, value, source; relative to this "
         "file): the rows of this experiment.name are quoted in the report, labelled published",
-        "str", optional=True,
+        kind="str", optional=True,
     )
 
     def validate(self, prefix: str) -> None:

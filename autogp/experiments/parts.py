@@ -18,7 +18,7 @@ from autogp.config import Config, ConfigError, load_config
 from autogp.experiments.markdown import parts_report
 from autogp.experiments.report import machine_description
 from autogp.experiments.runner import find_file, run_experiment
-from autogp.forecast.atomic import atomic_write_text
+from autogp.pipeline.atomic import atomic_write_text
 
 # The sections a config of parts leaves to its parts (it sets only output.dir and experiment).
 UNUSED_SECTIONS = ("data", "grammar", "priors", "smc", "refine", "forecast")

@@ -116,18 +116,6 @@ def select_group(series: list[TimeSeries], data_path: Path, config: Config
     return chosen
 
 
-def baseline_calendar(pairs: list[tuple[TimeSeries, TimeSeries | None]]) -> dict[str, Any]:
-    """``season_length`` and ``freq`` for statsforecast when every series shares them."""
-    seasons = {seasonality(t.axis) for t, _ in pairs}
-    freqs = {t.axis.freq for t, _ in pairs if t.axis.kind == "datetime"}
-    calendar: dict[str, Any] = {}
-    if len(seasons) == 1:
-        calendar["season_length"] = seasons.pop()
-    if len(freqs) == 1 and None not in freqs:
-        calendar["freq"] = freqs.pop()
-    return calendar
-
-
 def split_series(series: TimeSeries, holdout: int | None
                  ) -> tuple[TimeSeries, TimeSeries | None]:
     """(training part, held-out part): the split column's test rows, else the last ``holdout``
@@ -301,7 +289,6 @@ def run_experiment(
 __all__ = [
     "SUPPORTED_METRICS",
     "apply_freq_column",
-    "baseline_calendar",
     "find_file",
     "resolve_data_path",
     "run_experiment",
