@@ -46,7 +46,7 @@ def test_h_is_help_for_every_command(flag):
 
 
 def test_horizon_has_no_short_flag():
-    for name in ("fit", "forecast"):
+    for name in ("fit", "forecast", "cv"):
         (horizon,) = [p for p in _commands()[name].params if p.name == "horizon"]
         assert horizon.opts == ["--horizon"] and not horizon.secondary_opts
 

@@ -257,7 +257,7 @@ def test_cli_to_stdout_without_refit(monkeypatch, panel, tmp_path):
     install_fake_smc(monkeypatch)
     path = tmp_path / "panel.csv"
     panel.to_csv(path, index=False)
-    result = CliRunner().invoke(app, ["cv", str(path), "-h", "2", "-w", "2", "--no-refit",
+    result = CliRunner().invoke(app, ["cv", str(path), "--horizon", "2", "-w", "2", "--no-refit",
                                       "--quiet", "--id-col", "unique_id"])
     assert result.exit_code == 0, result.output
     cv = pd.read_csv(io.StringIO(result.stdout))

@@ -20,6 +20,16 @@ import pandas as pd
 import typer
 from rich.console import Console
 
+from autogp.cli.options import (
+    DEFAULTS,
+    BackendOption,
+    LevelOption,
+    QuietOption,
+    SchedulerOption,
+    SetOption,
+    WorkersOption,
+    config_default,
+)
 from autogp.config import parse_overrides
 from autogp.pipeline.atomic import atomic_write
 
@@ -38,54 +48,69 @@ def note(text: str) -> None:
 
 def cv(
     data: Annotated[Path, typer.Argument(help="CSV file: ds,y (and a series-id column).")],
-    horizon: Annotated[int, typer.Option("--horizon", "-h", help="Steps per window.", min=1)],
-    windows: Annotated[int, typer.Option("--windows", "-w", help="Number of windows.", min=1)],
+    horizon: Annotated[int, typer.Option("--horizon", help="Steps per window.", min=1,
+                                         show_default="required")],
+    windows: Annotated[int, typer.Option("--windows", "-w", help="Number of windows.", min=1,
+                                         show_default="required")],
     step: Annotated[
-        int | None, typer.Option(help="Steps between cutoffs (default: the horizon).", min=1)
+        int | None, typer.Option(help="Steps between cutoffs.", min=1,
+                                 show_default="the horizon")
     ] = None,
     refit: Annotated[
         bool,
         typer.Option("--refit/--no-refit",
-                     help="Fit every window anew (default), or fit each series once on its "
-                     "first window and condition it on the data up to each later cutoff."),
+                     help="Fit every window anew, or fit each series once on its first window "
+                     "and condition it on the data up to each later cutoff."),
     ] = True,
-    level: Annotated[
-        list[float] | None,
-        typer.Option("--level", "-l", help="Interval level in percent (repeatable)."),
-    ] = None,
+    level: LevelOption = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Cross-validation CSV (default: stdout).")
+        Path | None, typer.Option("--output", "-o", help="Cross-validation CSV.",
+                                  show_default="stdout")
     ] = None,
     metrics: Annotated[
-        Path | None, typer.Option(help="Write the scores per model and step to this CSV.")
+        Path | None, typer.Option(help="Write the scores per model and step to this CSV.",
+                                  show_default="none")
     ] = None,
-    particles: Annotated[int | None, typer.Option("--particles", "-p", min=1)] = None,
-    seed: Annotated[int | None, typer.Option(min=0)] = None,
-    workers: Annotated[
+    particles: Annotated[
         int | None,
-        typer.Option(help="Processes fitting windows in parallel (0: one per core).", min=0),
+        typer.Option("--particles", "-p", min=1,
+                     help="Particles (kernel structures) in the SMC population.",
+                     show_default=config_default(DEFAULTS.smc.num_particles,
+                                                 "smc.num_particles")),
     ] = None,
-    backend: Annotated[
-        str | None, typer.Option(help="Where windows are fitted: local (default) or dask.")
+    seed: Annotated[
+        int | None,
+        typer.Option(min=0, help="Random seed; the same seed gives the same forecasts.",
+                     show_default=config_default(DEFAULTS.seed, "seed")),
     ] = None,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(help="Dask scheduler address (default: a local cluster of --workers "
-                     "workers)."),
-    ] = None,
+    workers: WorkersOption = None,
+    backend: BackendOption = None,
+    scheduler: SchedulerOption = None,
     resume: Annotated[
         Path | None,
-        typer.Option(help="Folder keeping finished windows; a rerun with it skips them."),
+        typer.Option(help="Folder keeping finished windows; a rerun with it skips them.",
+                     show_default="none"),
     ] = None,
-    id_col: Annotated[str | None, typer.Option(help="Series-id column of a panel.")] = None,
-    time_col: Annotated[str | None, typer.Option(help="Time column (default ds).")] = None,
-    target_col: Annotated[str | None, typer.Option(help="Value column (default y).")] = None,
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML config.")] = None,
-    set_: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="Config override key=value, e.g. smc.num_rounds=5."),
+    id_col: Annotated[
+        str | None,
+        typer.Option(help="Series-id column of a panel.",
+                     show_default="unique_id when the file has it, config data.id_col"),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar or notes.")] = False,
+    time_col: Annotated[
+        str | None,
+        typer.Option(help="Time column.",
+                     show_default=config_default(DEFAULTS.data.time_col, "data.time_col")),
+    ] = None,
+    target_col: Annotated[
+        str | None,
+        typer.Option(help="Value column.",
+                     show_default=config_default(DEFAULTS.data.target_col, "data.target_col")),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="TOML config.", show_default="none")
+    ] = None,
+    set_: SetOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Cross-validate: rolling-origin forecasts in statsforecast's layout, and their scores.
 
