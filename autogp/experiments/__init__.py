@@ -17,7 +17,8 @@ the repository's ``lab/``, outside the package.)
 * :mod:`~autogp.experiments.parts`: an experiment made of parts (``experiment.parts``: all of M3).
 """
 
-from autogp.experiments.runner import SUPPORTED_METRICS, resolve_data_path, run_experiment
+from autogp.experiments.parts import run_experiment
+from autogp.experiments.runner import SUPPORTED_METRICS, resolve_data_path
 from autogp.experiments.sampling import stratified_sample
 
 __all__ = ["SUPPORTED_METRICS", "resolve_data_path", "run_experiment", "stratified_sample"]

@@ -17,7 +17,7 @@ from rich.console import Console
 from autogp.config import Config, ConfigError, load_config
 from autogp.experiments.markdown import parts_report
 from autogp.experiments.report import machine_description
-from autogp.experiments.runner import find_file, run_experiment
+from autogp.experiments.runner import find_file, run_single_experiment
 from autogp.pipeline.atomic import atomic_write_text
 
 # The sections a config of parts leaves to its parts (it sets only output.dir and experiment).
@@ -65,7 +65,7 @@ def run_parts(
     """Run every part of ``config`` (see the module docstring); returns the overall summary.
 
     ``options`` (``limit``, ``baselines``, ``holdout``, ``resume``) are passed to each part's
-    :func:`~autogp.experiments.runner.run_experiment`."""
+    :func:`~autogp.experiments.runner.run_single_experiment`."""
     out = out or Console()
     err = err or Console(stderr=True)
     root = Path(config.output.dir)
@@ -76,8 +76,8 @@ def run_parts(
         if not quiet:
             err.print(f"{name}: part {part_name} ({path})", markup=False)
         part_overrides = {**(overrides or {}), "output.dir": str(root / part_name)}
-        summaries.append(run_experiment(path, overrides=part_overrides, quiet=quiet, out=out,
-                                        err=err, **options))
+        summaries.append(run_single_experiment(path, overrides=part_overrides, quiet=quiet,
+                                               out=out, err=err, **options))
     summary = {
         "experiment": name,
         "config": str(config_path),
@@ -97,4 +97,28 @@ def run_parts(
     return summary
 
 
-__all__ = ["UNUSED_SECTIONS", "part_configs", "run_parts"]
+
+
+def run_experiment(
+    config_path: str | Path,
+    *,
+    overrides: dict[str, Any] | None = None,
+    quiet: bool = False,
+    out: Console | None = None,
+    err: Console | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Run the experiment of ``config_path``: its parts one after another when it lists
+    ``experiment.parts``, else its one panel; returns the summary that is also written.
+    ``options`` (``limit``, ``baselines``, ``holdout``, ``resume``) are those of
+    :func:`~autogp.experiments.runner.run_single_experiment`."""
+    config_path = Path(config_path)
+    config = load_config(config_path, overrides)
+    if config.experiment.parts:
+        return run_parts(config_path, config, overrides=overrides, quiet=quiet, out=out,
+                         err=err, **options)
+    return run_single_experiment(config_path, overrides=overrides, quiet=quiet, out=out,
+                                 err=err, **options)
+
+
+__all__ = ["UNUSED_SECTIONS", "part_configs", "run_experiment", "run_parts"]

@@ -157,7 +157,7 @@ def forecast_and_score_all(
     return [result for i in range(len(chunks)) for result in done[i]]
 
 
-def run_experiment(
+def run_single_experiment(
     config_path: str | Path,
     *,
     overrides: dict[str, Any] | None = None,
@@ -169,7 +169,8 @@ def run_experiment(
     out: Console | None = None,
     err: Console | None = None,
 ) -> dict[str, Any]:
-    """Run the experiment of ``config_path``; returns the summary that is also written.
+    """Run the experiment of ``config_path`` (one panel, not a config of parts: see
+    :func:`autogp.experiments.parts.run_experiment`); returns the summary that is also written.
 
     ``resume``: keep each finished chunk of series in ``<output.dir>/resume`` as it completes
     and load the series already there instead of fitting them again (the outputs are the same
@@ -181,12 +182,8 @@ def run_experiment(
     config_path = Path(config_path)
     config = load_config(config_path, overrides)
     if config.experiment.parts:
-        # The parts module runs each part through this function, so it is imported here.
-        from autogp.experiments.parts import run_parts
-
-        return run_parts(config_path, config, overrides=overrides, limit=limit,
-                         baselines=baselines, holdout=holdout, quiet=quiet, resume=resume,
-                         out=out, err=err)
+        raise ConfigError(f"{config_path}: a config of parts runs through "
+                          "autogp.experiments.run_experiment", key="experiment.parts")
     unknown = [m for m in config.experiment.metrics if m not in SUPPORTED_METRICS]
     if unknown:
         raise ConfigError(
@@ -291,7 +288,7 @@ __all__ = [
     "apply_freq_column",
     "find_file",
     "resolve_data_path",
-    "run_experiment",
+    "run_single_experiment",
     "select_group",
     "series_reader",
     "split_series",
