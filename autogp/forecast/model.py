@@ -7,9 +7,8 @@ turns them into frames; the work is done elsewhere: reading the data
 :mod:`~autogp.forecast.columns`), structure tables (:mod:`~autogp.forecast.tables`),
 decompositions (:mod:`~autogp.forecast.decompose`), online updates
 (:mod:`~autogp.forecast.update`), cross-validation (:mod:`~autogp.forecast.crossval`), model
-files (:mod:`~autogp.pipeline.saveload`) and plots
-(:mod:`autogp.plots`). Everything reported (forecasts, quantiles, kernel parameters, component
-curves) is in data units. Every public method runs its JAX work in float64 (:mod:`autogp._x64`)
+files (:mod:`~autogp.pipeline.saveload`) and plots (:mod:`~autogp.forecast.plots`). Everything
+reported (forecasts, quantiles, kernel parameters, component curves) is in data units. Every public method runs its JAX work in float64 (:mod:`autogp._x64`)
 without touching JAX's global flag.
 
 The forecast frame follows statsforecast's layout: ``unique_id``, ``ds``, ``AutoGP`` (the mean of
@@ -518,7 +517,7 @@ class AutoGP:
         **kwargs: Any,
     ):
         """A forecast plot (matplotlib Figure); written to ``path`` when given."""
-        from autogp import plots  # matplotlib is imported only when a plot is drawn
+        from autogp.forecast import plots  # matplotlib is imported only when a plot is drawn
 
         if forecast is None:
             forecast = self.predict(unique_id=unique_id)
