@@ -8,8 +8,9 @@ turns them into frames; the work is done elsewhere: reading the data
 decompositions (:mod:`~autogp.forecast.decompose`), online updates
 (:mod:`~autogp.forecast.update`), cross-validation (:mod:`~autogp.forecast.crossval`), model
 files (:mod:`~autogp.pipeline.saveload`) and plots (:mod:`~autogp.forecast.plots`). Everything
-reported (forecasts, quantiles, kernel parameters, component curves) is in data units. Every public method runs its JAX work in float64 (:mod:`autogp._x64`)
-without touching JAX's global flag.
+reported (forecasts, quantiles, kernel parameters, component curves) is in data units. Every
+public method runs its JAX work in float64 (:mod:`autogp._x64`) without touching JAX's global
+flag.
 
 The forecast frame follows statsforecast's layout: ``unique_id``, ``ds``, ``AutoGP`` (the mean of
 the particle mixture), then ``AutoGP-lo-<level>`` (highest level first) and ``AutoGP-hi-<level>``
