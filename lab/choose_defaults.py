@@ -552,6 +552,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--m3-other", nargs="+", default=(), metavar="GROUP:N",
                    help="N M3 series of each other group, YS, QS or other (seeded draw), "
                    "e.g. QS:40 YS:40 other:20")
+    p.add_argument("--only-freq", nargs="+", default=(), metavar="FREQ",
+                   help="after the draws, keep only the series of these frequencies (e.g. "
+                   "other YS): a subset of a run's windows, for a candidate on part of them")
     p.add_argument("--limit", type=int, default=None, help="at most this many series in all")
     p.add_argument("--origins", type=int, default=2, help="forecast origins per series")
     p.add_argument("--candidates", default=None,
@@ -613,6 +616,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
             p.error(f"--m3-other {item!r}: expected GROUP:N, e.g. QS:40")
         m3_other[group] = int(count)
     series = load_series(args.dev, args.m3, args.seed, args.dev_longest, args.ids, m3_other)
+    if args.only_freq:
+        series = [s for s in series if s["freq"] in args.only_freq]
     if args.limit is not None:
         series = series[: args.limit]
     windows = make_windows(series, args.origins)
