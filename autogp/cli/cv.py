@@ -21,14 +21,19 @@ import typer
 from rich.console import Console
 
 from autogp.cli.options import (
-    DEFAULTS,
     BackendOption,
+    ConfigOption,
+    IdColOption,
     LevelOption,
+    ParticlesOption,
     QuietOption,
+    ResumeOption,
     SchedulerOption,
+    SeedOption,
     SetOption,
+    TargetColOption,
+    TimeColOption,
     WorkersOption,
-    config_default,
 )
 from autogp.config import parse_overrides
 from autogp.pipeline.atomic import atomic_write
@@ -71,44 +76,16 @@ def cv(
         Path | None, typer.Option(help="Write the scores per model and step to this CSV.",
                                   show_default="none")
     ] = None,
-    particles: Annotated[
-        int | None,
-        typer.Option("--particles", "-p", min=1,
-                     help="Particles (kernel structures) in the SMC population.",
-                     show_default=config_default(DEFAULTS.smc.num_particles,
-                                                 "smc.num_particles")),
-    ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(min=0, help="Random seed; the same seed gives the same forecasts.",
-                     show_default=config_default(DEFAULTS.seed, "seed")),
-    ] = None,
+    particles: ParticlesOption = None,
+    seed: SeedOption = None,
     workers: WorkersOption = None,
     backend: BackendOption = None,
     scheduler: SchedulerOption = None,
-    resume: Annotated[
-        Path | None,
-        typer.Option(help="Folder keeping finished windows; a rerun with it skips them.",
-                     show_default="none"),
-    ] = None,
-    id_col: Annotated[
-        str | None,
-        typer.Option(help="Series-id column of a panel.",
-                     show_default="unique_id when the file has it, config data.id_col"),
-    ] = None,
-    time_col: Annotated[
-        str | None,
-        typer.Option(help="Time column.",
-                     show_default=config_default(DEFAULTS.data.time_col, "data.time_col")),
-    ] = None,
-    target_col: Annotated[
-        str | None,
-        typer.Option(help="Value column.",
-                     show_default=config_default(DEFAULTS.data.target_col, "data.target_col")),
-    ] = None,
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML config.", show_default="none")
-    ] = None,
+    resume: ResumeOption = None,
+    id_col: IdColOption = None,
+    time_col: TimeColOption = None,
+    target_col: TargetColOption = None,
+    config: ConfigOption = None,
     set_: SetOption = None,
     quiet: QuietOption = False,
 ) -> None:

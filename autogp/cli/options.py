@@ -89,6 +89,41 @@ SetOption = Annotated[
     typer.Option("--set", help="Config override key=value, e.g. smc.num_rounds=5 "
                  "(repeatable).", show_default="none"),
 ]
+ParticlesOption = Annotated[
+    int | None,
+    typer.Option("--particles", "-p", min=1,
+                 help="Particles (kernel structures) in the SMC population; more explore "
+                 "more structures and take longer.",
+                 show_default=config_default(DEFAULTS.smc.num_particles, "smc.num_particles")),
+]
+SeedOption = Annotated[
+    int | None,
+    typer.Option(min=0, help="Random seed; the same seed gives the same forecast.",
+                 show_default=config_default(DEFAULTS.seed, "seed")),
+]
+ResumeOption = Annotated[
+    Path | None,
+    typer.Option(help="Folder keeping finished series; a rerun with it skips them.",
+                 show_default="none"),
+]
+TimeColOption = Annotated[
+    str | None,
+    typer.Option(help="Time column.",
+                 show_default=config_default(DEFAULTS.data.time_col, "data.time_col")),
+]
+TargetColOption = Annotated[
+    str | None,
+    typer.Option(help="Value column.",
+                 show_default=config_default(DEFAULTS.data.target_col, "data.target_col")),
+]
+IdColOption = Annotated[
+    str | None,
+    typer.Option(help="Series-id column of a panel (one file, many series).",
+                 show_default="unique_id when the file has it, config data.id_col"),
+]
+ConfigOption = Annotated[
+    Path | None, typer.Option("--config", "-c", help="TOML config.", show_default="none")
+]
 QuietOption = Annotated[
     bool, typer.Option("--quiet", help="No progress bar or notes.", show_default="off")
 ]
