@@ -29,6 +29,7 @@ route would cost before it is built, in three parts:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -261,35 +262,39 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def grammar_cost(sizes, repeats: int, tolerance: float, seed: int) -> list:
+def grammar_cost(sizes, repeats: int, tolerance: float, seed: int,
+                 gradients=("adjoint", "autodiff"), associative_max: int = 30000) -> list:
     """Value and gradient of :data:`GRAMMAR_TREE` by ``autogp.statespace`` per size (one tree,
-    regular grid), and the same value by a parallel-in-time associative scan."""
+    regular grid; the gradient by the adjoint pass and by reverse mode through the scan), and
+    the same value by a parallel-in-time associative scan (sizes up to ``associative_max``)."""
     from autogp.kernels.packing import pack
     from autogp.kernels.text import parse
     from autogp.statespace import state_space_log_likelihood, support
 
     ops, params = pack([parse(GRAMMAR_TREE)])
     noise = jnp.array([math.log(0.01)])
-    _, n = support(ops, params, dim=256, tolerance=tolerance)
-    dim = int(n[0])
+    dim = int(support(ops, params, dim=256, tolerance=tolerance).used[0])
     rows = []
     for size in sizes:
         x = np.linspace(0.0, 1.0, size)
         noise_draw = 0.1 * np.random.default_rng(seed).normal(size=size)
         y = jnp.asarray(np.sin(40 * np.pi * x) + x + noise_draw)
 
-        def total(p, s, x=x, y=y):
+        def total(p, s, x=x, y=y, gradient="adjoint"):
             return jnp.sum(state_space_log_likelihood(ops, p, s, x, y, dim=dim, regular_grid=True,
-                                                      tolerance=tolerance))
+                                                      tolerance=tolerance, gradient=gradient))
 
-        value_and_grad = jax.jit(jax.value_and_grad(total, argnums=(0, 1)))
-        value = jax.jit(total)
         row = {"n": size, "tree": GRAMMAR_TREE, "state_dim": dim, "per_tolerance": tolerance,
-               "value_and_grad_ms": 1e3 * _timed(value_and_grad, params, noise, repeats=repeats),
-               "value_ms": 1e3 * _timed(value, params, noise, repeats=repeats)}
-        row["associative_value_ms"] = 1e3 * associative_cost(ops, params, noise, x, y, dim,
-                                                             tolerance, repeats)
-        row["peak_rss_mb"] = _peak_rss_mb()
+               "value_ms": 1e3 * _timed(jax.jit(total), params, noise, repeats=repeats)}
+        for gradient in gradients:
+            value_and_grad = jax.jit(jax.value_and_grad(
+                functools.partial(total, gradient=gradient), argnums=(0, 1)))
+            row[f"value_and_grad_{gradient}_ms"] = 1e3 * _timed(value_and_grad, params, noise,
+                                                                repeats=repeats)
+            row[f"peak_rss_mb_after_{gradient}"] = _peak_rss_mb()
+        if size <= associative_max:
+            row["associative_value_ms"] = 1e3 * associative_cost(ops, params, noise, x, y, dim,
+                                                                 tolerance, repeats)
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
@@ -298,6 +303,7 @@ def grammar_cost(sizes, repeats: int, tolerance: float, seed: int) -> list:
 def associative_cost(ops, params, noise, x, y, dim, tolerance, repeats) -> float:
     """Seconds per log-likelihood value of the same model by ``lax.associative_scan``: the
     filter as a composition of affine Gaussian elements (Sarkka and Garcia-Fernandez 2021)."""
+    from autogp.statespace.compose import dense
     from autogp.statespace.filter import (
         Options, marginal, model, observation, observed, transition,
     )
@@ -308,8 +314,8 @@ def associative_cost(ops, params, noise, x, y, dim, tolerance, repeats) -> float
         mod = model(jnp.asarray(ops[0]), p[0], s[0], options)
         yv, _ = observed(y, None)
         t = jnp.asarray(x)
-        A = transition(mod, t[1] - t[0], options.harmonics)
-        Pt = jax.vmap(lambda ti: marginal(mod, ti))(t)
+        A = dense(transition(mod, t[1] - t[0], options.harmonics))
+        Pt = jax.vmap(lambda ti: dense(marginal(mod, ti)))(t)
         H, r = jax.vmap(lambda ti: observation(mod, ti))(t)
         return parallel_filter(A, Pt, H, r, yv)
 
@@ -374,6 +380,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--long", type=int, nargs="*", default=[30000, 100000],
                     help="sizes of the grammar-tree part (none: skip it)")
     ap.add_argument("--per-tolerance", type=float, default=1e-10)
+    ap.add_argument("--gradients", nargs="+", default=["adjoint", "autodiff"],
+                    choices=["adjoint", "autodiff"])
+    ap.add_argument("--associative-max", type=int, default=30000,
+                    help="largest --long size the associative scan is timed at")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tiny", action="store_true", help="smoke test: tiny sizes")
     ap.add_argument("--json", type=Path)
@@ -391,7 +401,8 @@ def main(argv=None) -> dict:
         "dims": {str(p): structure_dims(read_structures(p)) for p in args.structures},
         "cost": cost_table(args.sizes, args.dims, args.particles, args.repeats, args.seed,
                            args.dense_max),
-        "grammar": grammar_cost(args.long, args.repeats, args.per_tolerance, args.seed),
+        "grammar": grammar_cost(args.long, args.repeats, args.per_tolerance, args.seed,
+                                args.gradients, args.associative_max),
     }
     print(json.dumps({"exactness": report["exactness"], "dims": report["dims"]}, indent=1))
     if args.json:

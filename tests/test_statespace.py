@@ -100,7 +100,7 @@ def test_exact_atoms_sums_products_and_change_points_match_the_dense_likelihood(
     with x64():
         x, y = _data(200)
         ops, params, noise = _packed(EXACT)
-        reason, n = support(ops, params, dim=DIM)
+        reason, n, used, _ = support(ops, params, dim=DIM)
         assert np.all(reason == 0)
         assert list(n[:8]) == [1, 2, 1, 2, 1, 2, 3, 4]
         assert n[-1] == 2 * 4  # (1 + 1) kron (2 + 2)
@@ -135,7 +135,7 @@ def test_per_within_its_truncation_error():
     with x64():
         x, y = _data(200, seed=1)
         ops, params, noise = _packed(PER_TREES)
-        reason, n = support(ops, params, dim=PER_DIM)
+        reason, n, _, _ = support(ops, params, dim=PER_DIM)
         assert list(reason) == [0, 0] and list(n) == [21, 2 + 2 * 23]  # J = 10 and 11
         values, grads = _state_space(ops, params, noise, x, y, dim=PER_DIM)
         ref_values, ref_grads = _reference(ops, params, noise, x, y)
@@ -167,7 +167,7 @@ def test_unsupported_trees_are_reported_and_score_minus_infinity(text, reason, d
     with x64():
         x, y = _data(30)
         ops, params, noise = _packed([text, "M32"])
-        got, n = support(ops, params, dim=dim)
+        got, n, _, _ = support(ops, params, dim=dim)
         assert list(got) == [reason, 0], REASONS[int(got[0])]
         if reason == 5:
             assert n[0] == dim + 1

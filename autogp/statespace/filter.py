@@ -1,4 +1,4 @@
-"""The Kalman filter's log likelihood of a batch of packed trees: one compiled program.
+"""The Kalman filter's log of a packed tree, laid out for one compiled program.
 
 Per tree, :func:`compose.layout` lays the model out in a fixed state dimension ``dim``; a
 ``lax.scan`` over the (sorted) time points then predicts and updates, vmapped over the trees.
@@ -27,16 +27,19 @@ from autogp.statespace.models import MAX_HARMONICS, PER_TOLERANCE
 
 #: Default most atoms on one Kronecker chain.
 MAX_FACTORS = 4
+#: Default size of the transition's diagonal blocks (LIN, PER's harmonics times a Matern 3/2).
+BLOCK = 4
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
 class Options(NamedTuple):
     """Static choices of the state-space form (hashable: they select the compiled program)."""
 
-    dim: int  # the state dimension every tree is laid out in (a cap)
+    dim: int  # the state dimension every tree is laid out in (a cap; a multiple of block)
     tolerance: float = PER_TOLERANCE
     harmonics: int = MAX_HARMONICS
     max_factors: int = MAX_FACTORS
+    block: int = BLOCK
 
 
 class Model(NamedTuple):
@@ -53,19 +56,19 @@ def model(ops, params, noise, options: Options) -> Model:
     theta = constrain(ops, params)
     lay = compose.layout(ops, jax.lax.stop_gradient(theta), options.dim,
                          tolerance=options.tolerance, harmonics=options.harmonics,
-                         max_factors=options.max_factors)
+                         max_factors=options.max_factors, block=options.block)
     per_q2 = compose.covariance_weights(ops, theta, options.harmonics)
     return Model(ops, theta, lay, per_q2, jnp.exp(noise))
 
 
 def transition(mod: Model, dt, harmonics: int):
-    """``A(dt)`` ``[D, D]``."""
+    """The diagonal blocks of ``A(dt)``: ``[D / block, block, block]``."""
     return compose.gather(compose.transition_table(mod.ops, mod.theta, dt, harmonics),
                           mod.layout.idx_a)
 
 
 def marginal(mod: Model, t):
-    """The prior state covariance ``P(t)`` ``[D, D]``."""
+    """The diagonal blocks of the prior state covariance ``P(t)``."""
     return compose.gather(compose.covariance_table(mod.ops, mod.theta, t, mod.per_q2),
                           mod.layout.idx_p)
 
@@ -87,10 +90,11 @@ def observed(y, mask):
     return jnp.where(ok, y, 0.0), ok
 
 
-def kalman_scan(mod: Model, x, y, ok, options: Options, regular_grid: bool):
-    """Run the filter: ``(log likelihood, per-step outputs)``. Per step the outputs are the
-    predicted mean and covariance (``m^-``, ``P^-``), ``H``, the innovation variance and the
-    innovation, which the smoother reuses."""
+def kalman_scan(mod: Model, x, y, ok, options: Options, regular_grid: bool, keep: str = "none"):
+    """Run the filter: ``(log likelihood, per-step outputs)``. ``keep``: ``"smoother"`` keeps
+    per step the predicted mean and covariance (``m^-``, ``P^-``), ``H``, the innovation
+    variance and the innovation; ``"adjoint"`` the filtered mean and ``E`` before the step
+    (what the adjoint gradient recomputes the rest from); ``"none"`` nothing."""
     D = options.dim
     fixed_a = transition(mod, x[1] - x[0], options.harmonics) if regular_grid else None
 
@@ -99,9 +103,9 @@ def kalman_scan(mod: Model, x, y, ok, options: Options, regular_grid: bool):
         t, dt, yt, okt = inp
         A = fixed_a if regular_grid else transition(mod, dt, options.harmonics)
         H, r = observation(mod, t)
-        m = A @ m
-        AE = A @ E @ A.T
-        Pm = AE + marginal(mod, t)
+        m = compose.block_matvec(A, m)
+        AE = compose.block_sandwich(A, E)
+        Pm = compose.add_blocks(AE, marginal(mod, t))
         PH = Pm @ H
         S = H @ PH + r
         v = yt - H @ m
@@ -109,7 +113,8 @@ def kalman_scan(mod: Model, x, y, ok, options: Options, regular_grid: bool):
         E_new = jnp.where(okt, AE - jnp.outer(PH, PH) / S, AE)
         E_new = 0.5 * (E_new + E_new.T)
         ll = ll + jnp.where(okt, -0.5 * (_LOG_2PI + jnp.log(S) + v * v / S), 0.0)
-        return (m_new, E_new, ll), (m, Pm, H, S, v)
+        kept = {"smoother": (m, Pm, H, S, v), "adjoint": carry[:2], "none": None}[keep]
+        return (m_new, E_new, ll), kept
 
     dtype = mod.theta.dtype
     init = (jnp.zeros(D, dtype), jnp.zeros((D, D), dtype), jnp.zeros((), dtype))
@@ -117,38 +122,37 @@ def kalman_scan(mod: Model, x, y, ok, options: Options, regular_grid: bool):
     return ll, outs
 
 
-def _one(ops, params, noise, x, y, mask, options, regular_grid):
-    mod = model(ops, params, noise, options)
-    fine = mod.layout.reason == 0
-    yv, ok = observed(y, mask)
-    # An unsupported tree observes nothing (finite, zero gradient) and scores -inf.
-    ll, _ = kalman_scan(mod, x, yv, ok & fine, options, regular_grid)
-    return jnp.where(fine, ll, -jnp.inf)
-
-
-@functools.partial(jax.jit, static_argnames=("options", "regular_grid"))
-def _batch(ops, params, noise, x, y, mask, options, regular_grid):
-    return jax.vmap(_one, in_axes=(0, 0, 0, 0, 0, 0, None, None))(
-        ops, params, noise, x, y, mask, options, regular_grid)
-
-
 @functools.partial(jax.jit, static_argnames=("options",))
 def _support(ops, params, options):
     def one(o, p):
         return compose.support(o, constrain(o, p), options.dim, tolerance=options.tolerance,
-                               harmonics=options.harmonics, max_factors=options.max_factors)
+                               harmonics=options.harmonics, max_factors=options.max_factors,
+                               block=options.block)
 
     return jax.vmap(one)(ops, params)
 
 
 def support(ops, params, *, dim: int, tolerance: float = PER_TOLERANCE,
-            harmonics: int = MAX_HARMONICS, max_factors: int = MAX_FACTORS):
-    """Which trees have a state-space form in dimension ``dim``: ``(reason [P], n [P])``,
-    numpy; ``reason`` is a key of ``compose.REASONS`` (0: supported) and ``n`` each tree's
-    state dimension (capped at ``dim + 1``), from which a caller picks the bucket ``dim``."""
-    options = Options(dim, tolerance, harmonics, max_factors)
-    reason, n = _support(jnp.asarray(ops), jnp.asarray(params), options)
-    return np.asarray(reason), np.asarray(n)
+            harmonics: int = MAX_HARMONICS, max_factors: int = MAX_FACTORS, block: int = BLOCK):
+    """Which trees have a state-space form in dimension ``dim``: a :class:`Support` of numpy
+    arrays ``[P]``: ``reason`` a key of ``compose.REASONS`` (0: supported), ``n`` each tree's
+    state dimension (capped at ``dim + 1``), ``used`` the states of its blocked layout and
+    ``biggest`` its largest transition block, from which a caller picks the buckets ``dim``
+    and ``block``."""
+    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block)
+    out = _support(jnp.asarray(ops), jnp.asarray(params), options)
+    return Support(*(np.asarray(a) for a in out))
+
+
+class Support(NamedTuple):
+    reason: np.ndarray
+    n: np.ndarray
+    used: np.ndarray
+    biggest: np.ndarray
+
+
+def round_up(dim: int, block: int) -> int:
+    return -(-int(dim) // block) * block
 
 
 def broadcast_data(P, x, y, mask):
@@ -158,25 +162,7 @@ def broadcast_data(P, x, y, mask):
     return x, y, mask
 
 
-def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
-                               regular_grid: bool = False, tolerance: float = PER_TOLERANCE,
-                               harmonics: int = MAX_HARMONICS, max_factors: int = MAX_FACTORS):
-    """log p(y[mask] | tree, params, noise) per tree ``[P]`` by the Kalman filter.
-
-    The same arguments as the dense ``evaluator.log_marginal_likelihood`` (packed ``ops [P, S]``,
-    unconstrained ``params [P, S, MAX_PARAMS]`` and ``noise [P]``; ``x``, ``y``, ``mask`` ``[N]``
-    or ``[P, N]``, ``x`` sorted increasing, NaN targets count as missing) plus the static state
-    dimension ``dim`` every tree is laid out in. ``regular_grid``: the steps are all equal (one
-    transition matrix). Trees without a state-space form here score ``-inf``: ask
-    :func:`autogp.statespace.support` first and send them to the dense likelihood.
-    Differentiable in ``params`` and ``noise`` (reverse mode through the scan).
-    """
-    ops = jnp.asarray(ops)
-    x, y, mask = broadcast_data(ops.shape[0], x, y, mask)
-    options = Options(dim, tolerance, harmonics, max_factors)
-    return _batch(ops, params, noise, x, y, mask, options, bool(regular_grid))
-
-
-__all__ = ["MAX_FACTORS", "Model", "Options", "broadcast_data", "kalman_scan", "marginal",
-           "model", "observation", "observed", "state_space_log_likelihood", "steps", "support",
-           "transition"]
+__all__ = [
+    "BLOCK", "MAX_FACTORS", "Model", "Options", "Support", "broadcast_data", "kalman_scan",
+    "marginal", "model", "observation", "observed", "round_up", "steps", "support", "transition",
+]  # fmt: skip

@@ -22,12 +22,14 @@ import numpy as np
 from autogp.kernels import spec
 from autogp.statespace import compose
 from autogp.statespace.filter import (
+    BLOCK,
     MAX_FACTORS,
     Options,
     broadcast_data,
     kalman_scan,
     model,
     observed,
+    round_up,
     steps,
     transition,
 )
@@ -51,7 +53,7 @@ def _smooth_one(ops, params, noise, x, y, ok_data, components, options):
     mod = model(ops, params, noise, options)
     yv, ok = observed(y, ok_data)
     ok = ok & (mod.layout.reason == 0)
-    _, (m_pred, P_pred, H, S, v) = kalman_scan(mod, x, yv, ok, options, False)
+    _, (m_pred, P_pred, H, S, v) = kalman_scan(mod, x, yv, ok, options, False, "smoother")
     D = options.dim
     # component c holds the root states whose first atom lies under slot components[c]
     inside = jnp.asarray(_descendants(ops.shape[0]))[:, jnp.maximum(components, 0)]  # [S, C]
@@ -67,9 +69,12 @@ def _smooth_one(ops, params, noise, x, y, ok_data, components, options):
         B = Lam - jnp.outer(h, gain @ Lam)
         Lam_t = jnp.where(okt, jnp.outer(h, h) / s + B - jnp.outer(B @ gain, h), Lam)
         mean = m + P @ lam_t
-        cov = P - P @ Lam_t @ P
-        hc = h[:, None] * member  # [D, C]
-        out = (h @ mean, h @ cov @ h, hc.T @ mean, jnp.einsum("dc,de,ec->c", hc, cov, hc))
+        # f's variance h P^s h with P^s = P - P Lam P, for f and each component: O(D^2)
+        hc = jnp.concatenate([h[:, None], h[:, None] * member], axis=1)  # [D, 1 + C]
+        Ph = P @ hc
+        var = jnp.sum(hc * Ph, 0) - jnp.sum(Ph * (Lam_t @ Ph), 0)
+        means = hc.T @ mean
+        out = (means[0], var[0], means[1:], var[1:])
         return (lam_t, Lam_t), out
 
     def step_back(carry, inp):
@@ -77,7 +82,8 @@ def _smooth_one(ops, params, noise, x, y, ok_data, components, options):
         *rest, dt_next = inp
         # move the adjoint from the next point back to this one
         A = transition(mod, dt_next, options.harmonics)
-        return back((A.T @ lam, A.T @ Lam @ A), (*rest, dt_next))
+        return back((compose.block_rmatvec(A, lam), compose.block_sandwich(A, Lam, transpose=True)),
+                    (*rest, dt_next))
 
     zeros = (jnp.zeros(D, x.dtype), jnp.zeros((D, D), x.dtype))
     # the last point has no next step: its incoming adjoint is zero whatever A is
@@ -117,7 +123,7 @@ def top_level_terms(ops: np.ndarray) -> np.ndarray:
 def state_space_posterior(ops, params, noise, x, y, mask, x_new, *, dim: int, components=None,
                           observation_noise: bool = False,
                           tolerance: float = PER_TOLERANCE, harmonics: int = MAX_HARMONICS,
-                          max_factors: int = MAX_FACTORS):
+                          max_factors: int = MAX_FACTORS, block: int = BLOCK):
     """Posterior mean and variance of f at ``x_new`` ``[M]`` (any times: inside the data,
     between points, or a forecast after them) per tree, as the dense ``posterior_predictive``
     with ``full_cov=False`` (white-noise atoms count in f's variance, as in the dense kernel).
@@ -138,7 +144,7 @@ def state_space_posterior(ops, params, noise, x, y, mask, x_new, *, dim: int, co
     take = lambda a: jnp.take_along_axis(a, order, axis=1)  # noqa: E731
     ys = take(jnp.concatenate([y, jnp.zeros_like(x_new)], axis=1))
     ok = take(jnp.concatenate([mask, jnp.zeros(x_new.shape, bool)], axis=1))
-    options = Options(dim, tolerance, harmonics, max_factors)
+    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block)
     mean, var, cm, cv, noise_var = _smooth_batch(
         jnp.asarray(ops), params, noise, take(times), ys, ok, jnp.asarray(components), options)
     where_new = jnp.argsort(order, axis=1)[:, x.shape[1]:]  # positions of the new points
