@@ -305,7 +305,12 @@ def associative_cost(ops, params, noise, x, y, dim, tolerance, repeats) -> float
     filter as a composition of affine Gaussian elements (Sarkka and Garcia-Fernandez 2021)."""
     from autogp.statespace.compose import dense
     from autogp.statespace.filter import (
-        Options, marginal, model, observation, observed, transition,
+        Options,
+        marginal,
+        model,
+        observation,
+        observed,
+        transition,
     )
 
     options = Options(dim, tolerance)

@@ -43,11 +43,13 @@ EXACT = [
     "BM(origin=0.2; amp=0.5) * M12(l=0.2; amp=2.0) + IBM(origin=-0.1; amp=0.4)",
     "CP(M32(l=0.2; amp=1.0), LIN(intercept=0.5; bias=0.3, amp=1.5); location=0.6, scale=0.05)",
     "CP(WN(v=0.3), M12(l=0.4; amp=0.6); location=0.4, scale=0.1) + WN(v=0.05)",
-    "(CONST(c=0.7) + M12(l=0.3; amp=0.4)) * (M32(l=0.5; amp=1.0) + LIN(intercept=0.1; bias=0.5, amp=0.3))",
+    "(CONST(c=0.7) + M12(l=0.3; amp=0.4))"
+    " * (M32(l=0.5; amp=1.0) + LIN(intercept=0.1; bias=0.5, amp=0.3))",
 ]
 PER_TREES = [
     "PER(l=1.0, period=0.13; amp=1.1)",
-    "LIN(intercept=0.4; bias=0.3, amp=0.8) + PER(l=0.8, period=0.21; amp=0.9) * M32(l=0.4; amp=1.0) + WN(v=0.1)",
+    "LIN(intercept=0.4; bias=0.3, amp=0.8) + PER(l=0.8, period=0.21; amp=0.9)"
+    " * M32(l=0.4; amp=1.0) + WN(v=0.1)",
 ]
 
 
@@ -156,27 +158,48 @@ def test_long_series_on_a_regular_grid():
         _assert_close(grads, ref_grads, 1e-7)
 
 
-@pytest.mark.parametrize(("text", "reason", "dim"), [
-    ("SE + M12", 1, DIM), ("RQ", 1, DIM), ("GE * LIN", 1, DIM), ("IOU", 1, DIM),
-    ("WN * M12 + LIN", 2, DIM),
-    ("PER(l=0.05, period=0.1; amp=1.0)", 3, DIM),
-    ("((CONST * CONST) * (CONST * CONST)) * CONST", 4, DIM),
-    ("M72 * M72", 5, 8), ("M72 * M72", 0, 16),
+@pytest.mark.parametrize(("text", "reason", "dim", "block"), [
+    ("SE + M12", 1, DIM, 4), ("RQ", 1, DIM, 4), ("GE * LIN", 1, DIM, 4), ("IOU", 1, DIM, 4),
+    ("WN * M12 + LIN", 2, DIM, 4),
+    ("PER(l=0.05, period=0.1; amp=1.0)", 3, DIM, 4),
+    ("((CONST * CONST) * (CONST * CONST)) * CONST", 4, DIM, 4),
+    ("M72 * M72", 5, 8, 8), ("M72 * M72", 6, DIM, 4), ("M72 * M72", 0, 16, 16),
 ])
-def test_unsupported_trees_are_reported_and_score_minus_infinity(text, reason, dim):
+def test_unsupported_trees_are_reported_and_score_minus_infinity(text, reason, dim, block):
     with x64():
         x, y = _data(30)
         ops, params, noise = _packed([text, "M32"])
-        got, n, _, _ = support(ops, params, dim=dim)
+        got, n, _, biggest = support(ops, params, dim=dim, block=block)
         assert list(got) == [reason, 0], REASONS[int(got[0])]
         if reason == 5:
             assert n[0] == dim + 1
+        if text == "M72 * M72" and reason != 5:
+            assert biggest[0] == 16
         values, grads = jax.value_and_grad(
             lambda p: jnp.sum(jnp.where(jnp.arange(2) == 1, state_space_log_likelihood(
-                ops, p, noise, x, y, dim=dim), 0.0)))(params)
-        ll = state_space_log_likelihood(ops, params, noise, x, y, dim=dim)
+                ops, p, noise, x, y, dim=dim, block=block), 0.0)))(params)
+        ll = state_space_log_likelihood(ops, params, noise, x, y, dim=dim, block=block)
         assert (ll[0] == -np.inf) == (reason != 0) and np.isfinite(ll[1])
         assert np.all(np.isfinite(grads))
+
+
+def test_adjoint_gradient_equals_reverse_mode_through_the_scan():
+    with x64():
+        x, y = _data(100, seed=5)
+        y[[0, 17, 18, 99]] = np.nan
+        texts = [PER_TREES[1], "CP(M32, LIN) + BM + CP(WN(v=0.2), CONST)", "IBM * M52 + M72 + WN"]
+        ops, params, noise = _packed(texts)
+        for grid in (False, True):
+            xs = np.linspace(0.0, 1.0, len(x)) if grid else x
+            out = {}
+            for gradient in ("adjoint", "autodiff"):
+                out[gradient] = jax.value_and_grad(lambda p, s, g=gradient, xs=xs, grid=grid:
+                    jnp.sum(state_space_log_likelihood(ops, p, s, xs, y, dim=PER_DIM, block=8,
+                                               regular_grid=grid, gradient=g)),
+                    argnums=(0, 1))(params, noise)
+            value, reference = float(out["adjoint"][0]), float(out["autodiff"][0])
+            assert np.isfinite(value) and value == pytest.approx(reference, rel=1e-12)
+            _assert_close(out["adjoint"][1], out["autodiff"][1], 1e-10)
 
 
 def test_missing_values_are_skipped():

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from typing import Final
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -150,12 +151,13 @@ def per_weights(l, harmonics: int):
     """
     z = 1.0 / (l * l)
     top = 2 * harmonics + 60
-    r = jnp.zeros_like(z)
-    ratios = []
-    for j in range(top, 0, -1):
+
+    def ratio(r, j):
         r = 1.0 / (2.0 * j / z + r)
-        ratios.append(r)
-    rho = jnp.cumprod(jnp.stack(ratios[::-1], axis=-1), axis=-1)  # I_j / I_0, j = 1 .. top
+        return r, r
+
+    _, ratios = jax.lax.scan(ratio, jnp.zeros_like(z), jnp.arange(top, 0, -1, dtype=z.dtype))
+    rho = jnp.cumprod(jnp.moveaxis(ratios[::-1], 0, -1), axis=-1)  # I_j / I_0, j = 1 .. top
     q0 = 1.0 / (1.0 + 2.0 * jnp.sum(rho, axis=-1))
     q = jnp.concatenate([q0[..., None], 2.0 * q0[..., None] * rho], axis=-1)  # j = 0 .. top
     tails = jnp.cumsum(q[..., ::-1], axis=-1)[..., ::-1]  # sum_{j >= J} q_j
