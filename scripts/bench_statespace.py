@@ -15,15 +15,21 @@ route would cost before it is built, in three parts:
   (batched Cholesky of K + s I plus the inverse the exact gradient needs), side by side in one
   run, with their ratio;
 * a check that the filter is the exact likelihood: Matern-3/2, a sum and a Kronecker product
-  of state-space atoms against the dense Gaussian log density of the same kernel (always run).
+  of state-space atoms against the dense Gaussian log density of the same kernel (always run);
+* ``grammar``: the package's own state-space likelihood (``autogp.statespace``) of the tree
+  ``LIN + PER * M32 + WN`` (PER's order chosen at its tolerance), value and gradient per call at
+  each ``--long`` size on the cores given (pin one with ``taskset -c 0``): its state dimension,
+  milliseconds, peak resident memory, and the filter's forms side by side: the sequential
+  ``lax.scan`` against ``lax.associative_scan`` (parallel in time) for the same value.
 
     python scripts/bench_statespace.py [--tiny] [--sizes 300 1000 3000] [--dims 4 16 64]
-                                       [--structures PATH] [--json PATH]
+                                       [--long 30000 100000] [--structures PATH] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -245,6 +251,127 @@ def cost_table(sizes, dims, particles: int, repeats: int, seed: int, dense_max: 
     return rows
 
 
+# --- the package's state-space likelihood on a grammar tree -------------------------------------
+GRAMMAR_TREE = ("LIN(intercept=0.5; bias=0.5, amp=1.0) + PER(l=1.0, period=0.05; amp=1.0)"
+                " * M32(l=0.5; amp=1.0) + WN(v=0.1)")
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def grammar_cost(sizes, repeats: int, tolerance: float, seed: int,
+                 gradients=("adjoint", "autodiff"), associative_max: int = 30000) -> list:
+    """Value and gradient of :data:`GRAMMAR_TREE` by ``autogp.statespace`` per size (one tree,
+    regular grid; the gradient by the adjoint pass and by reverse mode through the scan), and
+    the same value by a parallel-in-time associative scan (sizes up to ``associative_max``)."""
+    from autogp.kernels.packing import pack
+    from autogp.kernels.text import parse
+    from autogp.statespace import state_space_log_likelihood, support
+
+    ops, params = pack([parse(GRAMMAR_TREE)])
+    noise = jnp.array([math.log(0.01)])
+    dim = int(support(ops, params, dim=256, tolerance=tolerance).used[0])
+    rows = []
+    for size in sizes:
+        x = np.linspace(0.0, 1.0, size)
+        noise_draw = 0.1 * np.random.default_rng(seed).normal(size=size)
+        y = jnp.asarray(np.sin(40 * np.pi * x) + x + noise_draw)
+
+        def total(p, s, x=x, y=y, gradient="adjoint"):
+            return jnp.sum(state_space_log_likelihood(ops, p, s, x, y, dim=dim, regular_grid=True,
+                                                      tolerance=tolerance, gradient=gradient))
+
+        row = {"n": size, "tree": GRAMMAR_TREE, "state_dim": dim, "per_tolerance": tolerance,
+               "value_ms": 1e3 * _timed(jax.jit(total), params, noise, repeats=repeats)}
+        for gradient in gradients:
+            value_and_grad = jax.jit(jax.value_and_grad(
+                functools.partial(total, gradient=gradient), argnums=(0, 1)))
+            row[f"value_and_grad_{gradient}_ms"] = 1e3 * _timed(value_and_grad, params, noise,
+                                                                repeats=repeats)
+            row[f"peak_rss_mb_after_{gradient}"] = _peak_rss_mb()
+        if size <= associative_max:
+            row["associative_value_ms"] = 1e3 * associative_cost(ops, params, noise, x, y, dim,
+                                                                 tolerance, repeats)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def associative_cost(ops, params, noise, x, y, dim, tolerance, repeats) -> float:
+    """Seconds per log-likelihood value of the same model by ``lax.associative_scan``: the
+    filter as a composition of affine Gaussian elements (Sarkka and Garcia-Fernandez 2021)."""
+    from autogp.statespace.compose import dense
+    from autogp.statespace.filter import (
+        Options,
+        marginal,
+        model,
+        observation,
+        observed,
+        transition,
+    )
+
+    options = Options(dim, tolerance)
+
+    def value(p, s):
+        mod = model(jnp.asarray(ops[0]), p[0], s[0], options)
+        yv, _ = observed(y, None)
+        t = jnp.asarray(x)
+        A = dense(transition(mod, t[1] - t[0], options.harmonics))
+        Pt = jax.vmap(lambda ti: dense(marginal(mod, ti)))(t)
+        H, r = jax.vmap(lambda ti: observation(mod, ti))(t)
+        return parallel_filter(A, Pt, H, r, yv)
+
+    return _timed(jax.jit(value), params, noise, repeats=repeats)
+
+
+def parallel_filter(A, Pt, H, r, y):
+    """The Kalman filter's log likelihood by an associative scan (Sarkka and Garcia-Fernandez
+    2021, the filtering elements (A, b, C, eta, J)); ``Pt`` the prior marginal per step, process
+    noise ``Q_k = Pt_k - A Pt_(k-1) A^T``."""
+    D = A.shape[0]
+    eye = jnp.eye(D)
+    Q = Pt.at[1:].add(-jnp.einsum("ij,njk,lk->nil", A, Pt[:-1], A))
+    As = jnp.broadcast_to(A, Pt.shape).at[0].set(jnp.zeros((D, D)))
+    # element k: x_k | x_(k-1), y_k  (first: the prior at t_0 conditioned on y_0)
+    S = jnp.einsum("ni,nij,nj->n", H, Q, H) + r
+    K = jnp.einsum("nij,nj->ni", Q, H) / S[:, None]
+    I_KH = eye - K[:, :, None] * H[:, None, :]
+    elem_A = jnp.einsum("nij,njk->nik", I_KH, As)
+    elem_b = K * y[:, None]
+    elem_C = jnp.einsum("nij,njk->nik", I_KH, Q)
+    HF = jnp.einsum("ni,nij->nj", H, As)
+    elem_eta = HF * (y / S)[:, None]
+    elem_J = HF[:, :, None] * HF[:, None, :] / S[:, None, None]
+
+    def matvec(Mx, v):
+        return jnp.einsum("...ij,...j->...i", Mx, v)
+
+    def combine_batched(a, b):
+        A1, b1, C1, e1, J1 = a
+        A2, b2, C2, e2, J2 = b
+        M = jnp.linalg.inv(eye + C1 @ J2)
+        A2M = A2 @ M
+        N = jnp.linalg.inv(eye + J2 @ C1)
+        A1T = jnp.swapaxes(A1, -1, -2)
+        return (A2M @ A1, matvec(A2M, b1 + matvec(C1, e2)) + b2,
+                A2M @ C1 @ jnp.swapaxes(A2, -1, -2) + C2,
+                matvec(A1T @ N, e2 - matvec(J2, b1)) + e1, A1T @ N @ J2 @ A1 + J1)
+
+    _, means, covs, _, _ = jax.lax.associative_scan(
+        combine_batched, (elem_A, elem_b, elem_C, elem_eta, elem_J))
+    # predictive of y_k from the filtered state at k - 1
+    m_prev = jnp.concatenate([jnp.zeros((1, D)), means[:-1]])
+    P_prev = jnp.concatenate([jnp.zeros((1, D, D)), covs[:-1]])
+    m_pred = jnp.einsum("nij,nj->ni", As, m_prev)
+    P_pred = jnp.einsum("nij,njk,nlk->nil", As, P_prev, As) + Q
+    S = jnp.einsum("ni,nij,nj->n", H, P_pred, H) + r
+    v = y - jnp.einsum("ni,ni->n", H, m_pred)
+    return jnp.sum(-0.5 * (jnp.log(2 * jnp.pi * S) + v * v / S))
+
+
 # --- main -----------------------------------------------------------------------------------------
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -255,12 +382,20 @@ def main(argv=None) -> dict:
     ap.add_argument("--dense-max", type=int, default=3000, help="largest N of the dense floor")
     ap.add_argument("--structures", type=Path, action="append", default=[],
                     help="structures.csv of a panel run (repeatable)")
+    ap.add_argument("--long", type=int, nargs="*", default=[30000, 100000],
+                    help="sizes of the grammar-tree part (none: skip it)")
+    ap.add_argument("--per-tolerance", type=float, default=1e-10)
+    ap.add_argument("--gradients", nargs="+", default=["adjoint", "autodiff"],
+                    choices=["adjoint", "autodiff"])
+    ap.add_argument("--associative-max", type=int, default=30000,
+                    help="largest --long size the associative scan is timed at")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tiny", action="store_true", help="smoke test: tiny sizes")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     if args.tiny:
         args.sizes, args.dims, args.particles, args.repeats = [50], [2, 4], 2, 1
+        args.long = [64]
 
     report = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
@@ -271,6 +406,8 @@ def main(argv=None) -> dict:
         "dims": {str(p): structure_dims(read_structures(p)) for p in args.structures},
         "cost": cost_table(args.sizes, args.dims, args.particles, args.repeats, args.seed,
                            args.dense_max),
+        "grammar": grammar_cost(args.long, args.repeats, args.per_tolerance, args.seed,
+                                args.gradients, args.associative_max),
     }
     print(json.dumps({"exactness": report["exactness"], "dims": report["dims"]}, indent=1))
     if args.json:

@@ -82,3 +82,38 @@ def test_structures_from_a_bench_scaling_report(bench, tmp_path):
     path.write_text(json.dumps({"long": [{"error": "failed"}]}))
     with pytest.raises(SystemExit, match="no fitted structures"):
         bench.read_structures(path)
+
+
+def test_tiny_run_times_the_grammar_tree(bench):
+    report = bench.main(["--tiny"])
+    (row,) = report["grammar"]
+    assert row["n"] == 64 and row["state_dim"] == 44  # LIN 2 + (PER 2 * 10 + 1) * M32 2
+    for key in ("value_ms", "value_and_grad_adjoint_ms", "value_and_grad_autodiff_ms",
+                "associative_value_ms"):
+        assert row[key] > 0
+
+
+def test_associative_scan_is_the_sequential_filter(bench):
+    import jax.numpy as jnp
+    import numpy as np
+
+    from autogp._x64 import x64
+    from autogp.kernels.packing import pack
+    from autogp.kernels.text import parse
+    from autogp.statespace import state_space_log_likelihood
+    from autogp.statespace.compose import dense
+    from autogp.statespace.filter import Options, marginal, model, observation, transition
+
+    with x64():
+        ops, params = pack([parse(bench.GRAMMAR_TREE)])
+        noise = jnp.array([np.log(0.05)])
+        x = np.linspace(0.0, 1.0, 90)
+        y = jnp.asarray(np.sin(9 * x) + x)
+        options = Options(44)
+        mod = model(jnp.asarray(ops[0]), params[0], noise[0], options)
+        A = dense(transition(mod, x[1] - x[0], options.harmonics))
+        Pt = jnp.stack([dense(marginal(mod, t)) for t in x])
+        H, r = (jnp.stack(a) for a in zip(*(observation(mod, t) for t in x), strict=True))
+        parallel = float(bench.parallel_filter(A, Pt, H, r, y))
+        sequential = float(state_space_log_likelihood(ops, params, noise, x, y, dim=44)[0])
+        assert parallel == pytest.approx(sequential, rel=1e-10)

@@ -23,7 +23,7 @@ KNOWN_CYCLES: list[list[str]] = []
 LAYERS: list[tuple[str, ...]] = [
     ("version", "_x64", "_threefry", "setting"),
     ("data", "kernels"),
-    ("evaluator",),
+    ("evaluator", "statespace"),  # statespace: the Kalman-filter likelihood, beside the dense one
     ("inference",),
     ("config",),
     ("pipeline",),  # one series: data -> Posterior, and the .autogp file of posteriors
