@@ -35,6 +35,7 @@ from autogp.forecast.crossval import cross_validation as rolling_forecasts
 from autogp.forecast.decompose import decomposition_frame
 from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
 from autogp.forecast.reading import read_panel, read_series
+from autogp.forecast.revise import RevisedData
 from autogp.forecast.tables import explanation, structure_table
 from autogp.forecast.update import update_groups, update_posterior
 from autogp.inference.posterior import Posterior
@@ -44,7 +45,7 @@ from autogp.pipeline import saveload
 from autogp.pipeline.fitting import fitting_window, num_inducing, series_scaler
 
 
-class AutoGP:
+class AutoGP(RevisedData):
     """Automatic Gaussian-process forecasting: structure discovery by SMC, then prediction.
 
     Args:

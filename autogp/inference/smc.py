@@ -277,10 +277,68 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     return _result(state, merged)
 
 
+def revise_smc(result: SMCResult, x_old, y_old, x_new, y_new, grammar: gr.Grammar,
+               settings: SMCSettings, *, key: Array, num_rounds: int = 1, callback=None,
+               seasonal_period: float | Sequence[float] | None = None) -> SMCResult:
+    """Continue a fitted particle set on revised data (points removed, values replaced).
+
+    The old data ``x_old``, ``y_old`` are those the particles were fitted on, the new ones
+    replace them. Each particle is reweighted by its likelihood ratio
+    ``(p(y_new | particle) / p(y_old | particle))^eta`` (eta: the learning rate the particles
+    were fitted with), which is Bayes' rule moving the posterior from the old data to the new;
+    then ``num_rounds`` SMC rounds on the new data resample when the effective sample size is
+    low and rejuvenate (the first round does the reweighting). ``num_rounds = 0``: the
+    reweighting alone, particles unchanged.
+    """
+    x_old, y_old, x_new, y_new = (np.asarray(a) for a in (x_old, y_old, x_new, y_new))
+    if num_rounds < 0:
+        raise ValueError(f"num_rounds must be >= 0, got {num_rounds}")
+    count = result.history.get("count")
+    n_fit = int(np.asarray(count[-1]).ravel()[0]) if count else len(x_old)
+    power = [settings.power_for(n_fit)]
+    num_inducing = settings.num_inducing(len(x_new))
+    P = len(result.noise)
+    old_data = make_data([x_old], [y_old], power=power)
+    data = make_data([x_new], [y_new], period_peaks=settings.period_peaks,
+                     seasonal_periods=[seasonal_period], power=power)
+    state = SMCState(
+        ops=jnp.asarray(result.ops)[None], params=jnp.asarray(result.params)[None],
+        noise=jnp.asarray(result.noise)[None], log_likelihood=jnp.zeros((1, P)),
+        log_weights=jnp.asarray(result.log_weights)[None],
+        log_evidence=jnp.asarray([result.log_marginal_likelihood]),
+    )
+    old = likelihood_fn(old_data, jnp.asarray([len(x_old)]), P, num_inducing)
+    state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
+    if num_rounds == 0:
+        new = likelihood_fn(data, jnp.asarray([len(x_new)]), P, num_inducing)
+        new_ll = np.asarray(new(state.ops[0], state.params[0], state.noise[0]))
+        prior = np.asarray(result.log_weights, dtype=np.float64)
+        prior = np.where(np.isnan(prior), -np.inf, prior)
+        prior = prior - logsumexp(prior)
+        increment = np.where(np.isfinite(new_ll), new_ll - np.asarray(state.log_likelihood[0]),
+                             -np.inf)
+        log_norm = float(logsumexp(prior + increment))
+        if not np.isfinite(log_norm):
+            raise FloatingPointError("no particle gives the revised data a finite likelihood")
+        history = {**result.history, "count": [*result.history.get("count", []), [len(x_new)]]}
+        return result._replace(log_weights=prior + increment - log_norm, history=history,
+                               log_marginal_likelihood=result.log_marginal_likelihood + log_norm)
+    counts = np.full((num_rounds, 1), len(x_new))
+    state, history = run_rounds(grammar, settings, state, data, counts, key=key,
+                                num_inducing=num_inducing, callback=callback)
+    if not np.isfinite(float(state.log_evidence[0])):
+        raise FloatingPointError("no particle gives the revised data a finite likelihood")
+    if settings.structure_weights in MODE_WEIGHTS:
+        state = _mode_weights(grammar, settings, state, data, num_inducing)
+    merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
+    return _result(state, merged)
+
+
 __all__ = [
     "SMCResult",
     "compilation_counts",
     "pool_runs",
+    "revise_smc",
     "run_smc",
     "run_smc_panel",
     "schedule_counts",
