@@ -66,8 +66,12 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
     stamps = None if old.stamps is None else old.stamps[keep]
     # Removed stamps are missing values: forecasts still start after the last stamp.
     end_t = old.last_t if old.last_t > old.t[keep][-1] else None
+    sd = None if old.noise_sd is None else old.noise_sd[keep]
     series = TimeSeries(old.t[keep], y[keep], old.unique_id, old.axis, None, stamps, end_t,
-                        key_id=old.key_id)
+                        key_id=old.key_id, noise_sd=sd)
+    known = {} if sd is None else {
+        "known_old": fit.scaler.forward_var(old.y, old.noise_sd),
+        "known_new": fit.scaler.forward_var(series.y, sd)}
     key = jax.random.fold_in(series_key(config.seed, old.key_id or old.unique_id, panel),
                              fit.updates + 1)
     try:
@@ -75,7 +79,7 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
             fit.smc_result(), fit.x, fit.y, fit.scaler.forward_t(series.t),
             fit.scaler.forward_y(series.y), *engine_settings(config),
             key=jax.random.fold_in(key, REVISION_STREAM), num_rounds=rounds,
-            seasonal_period=seasonal_periods(old, fit.scaler),
+            seasonal_period=seasonal_periods(old, fit.scaler), **known,
         )
     except FloatingPointError as exc:
         raise DataError(f"series {fit.unique_id!r}: {exc}") from None
@@ -144,7 +148,7 @@ class RevisedData:
                                lambda: self._fit_of(None).unique_id)
         revised = {uid: replace_posterior(self._fit_of(uid), ds, y, self.config, rounds=rounds,
                                           panel=len(self._fits) > 1)
-                   for uid, (ds, y) in groups.items()}
+                   for uid, (ds, y, _) in groups.items()}
         self._fits.update(revised)
         return self
 
