@@ -13,6 +13,7 @@ compiled round they repeat is in :mod:`autogp.inference.rounds`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -287,6 +288,13 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     return _result(state, merged)
 
 
+@functools.partial(jax.jit, static_argnames=("num_particles", "num_inducing"))
+def _likelihoods(data, count, ops, params, noise, *, num_particles: int, num_inducing: int):
+    """The particles' tempered log likelihoods on the first ``count`` points of ``data``, as
+    one compiled program (run eagerly, the evaluator's loops dispatch op by op)."""
+    return likelihood_fn(data, count, num_particles, num_inducing)(ops, params, noise)
+
+
 def revise_smc(result: SMCResult, x_old, y_old, x_new, y_new, grammar: gr.Grammar,
                settings: SMCSettings, *, key: Array, num_rounds: int = 1, callback=None,
                seasonal_period: float | Sequence[float] | None = None,
@@ -320,11 +328,13 @@ def revise_smc(result: SMCResult, x_old, y_old, x_new, y_new, grammar: gr.Gramma
         log_weights=jnp.asarray(result.log_weights)[None],
         log_evidence=jnp.asarray([result.log_marginal_likelihood]),
     )
-    old = likelihood_fn(old_data, jnp.asarray([len(x_old)]), P, num_inducing)
-    state = state._replace(log_likelihood=old(state.ops[0], state.params[0], state.noise[0])[None])
+    particles = (state.ops[0], state.params[0], state.noise[0])
+    old = _likelihoods(old_data, jnp.asarray([len(x_old)]), *particles, num_particles=P,
+                       num_inducing=num_inducing)
+    state = state._replace(log_likelihood=old[None])
     if num_rounds == 0:
-        new = likelihood_fn(data, jnp.asarray([len(x_new)]), P, num_inducing)
-        new_ll = np.asarray(new(state.ops[0], state.params[0], state.noise[0]))
+        new_ll = np.asarray(_likelihoods(data, jnp.asarray([len(x_new)]), *particles,
+                                         num_particles=P, num_inducing=num_inducing))
         prior = np.asarray(result.log_weights, dtype=np.float64)
         prior = np.where(np.isnan(prior), -np.inf, prior)
         prior = prior - logsumexp(prior)
