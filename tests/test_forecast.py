@@ -30,7 +30,7 @@ def install_fake_smc(monkeypatch, texts=FAKE_TEXTS, weights=FAKE_WEIGHTS, calls=
     from autogp.inference import smc
 
     def fake_run_smc(x, y, grammar, settings, *, key, callback=None, debug=False,
-                     seasonal_period=None):
+                     seasonal_period=None, known_var=None):
         if calls is not None:
             calls.append(("run", len(x)))
         ops, params = pack([parse(t) for t in texts], max_depth=grammar.max_depth)
@@ -47,7 +47,7 @@ def install_fake_smc(monkeypatch, texts=FAKE_TEXTS, weights=FAKE_WEIGHTS, calls=
         )
 
     def fake_update_smc(result, x_all, y_all, grammar, settings, *, key, callback=None,
-                        num_rounds=None, seasonal_period=None):
+                        num_rounds=None, seasonal_period=None, known_var=None):
         if calls is not None:
             calls.append(("update", len(x_all)))
         return result._replace(history={"count": list(result.history["count"]) + [[len(x_all)]]})

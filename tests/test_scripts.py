@@ -41,6 +41,8 @@ SMOKE_ARGS = {
 }
 # script -> the test file that runs it on tiny inputs itself
 COVERED_ELSEWHERE = {
+    "bench_cv.py": "test_bench_cv.py",
+    "bench_revise.py": "test_bench_revise.py",
     "bench_panel.py": "test_bench_panel.py",
     "bench_scaling.py": "test_bench_scaling.py",
     "bench_statespace.py": "test_bench_statespace.py",

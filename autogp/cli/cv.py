@@ -25,6 +25,7 @@ from autogp.cli.options import (
     ConfigOption,
     IdColOption,
     LevelOption,
+    NoiseColOption,
     ParticlesOption,
     QuietOption,
     ResumeOption,
@@ -85,6 +86,7 @@ def cv(
     id_col: IdColOption = None,
     time_col: TimeColOption = None,
     target_col: TargetColOption = None,
+    noise_col: NoiseColOption = None,
     config: ConfigOption = None,
     set_: SetOption = None,
     quiet: QuietOption = False,
@@ -109,7 +111,7 @@ def cv(
     frame = model.cross_validation(
         data, h=horizon, n_windows=windows, step_size=step, refit=refit,
         level=list(level) if level else None, time_col=time_col, target_col=target_col,
-        id_col=id_col, resume=resume,
+        id_col=id_col, noise_col=noise_col, resume=resume,
     )
     if not quiet:
         cutoffs = frame[["unique_id", "cutoff"]].drop_duplicates()

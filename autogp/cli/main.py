@@ -42,6 +42,7 @@ from autogp.cli.options import (
     IdColOption,
     LatentOption,
     LevelOption,
+    NoiseColOption,
     OutputOption,
     ParticlesOption,
     PlotOption,
@@ -278,6 +279,7 @@ def fit(
     time_col: TimeColOption = None,
     target_col: TargetColOption = None,
     id_col: IdColOption = None,
+    noise_col: NoiseColOption = None,
     config: ConfigOption = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Missing values are errors, not dropped.",
@@ -336,7 +338,8 @@ def fit(
                        save=save, explain=explain, components=components)
     started = time.perf_counter()
     with stop_on_sigterm(), unfitted_series_reported_once():
-        model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col, resume=resume)
+        model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col,
+                  noise_col=noise_col, resume=resume)
     report_unfitted(err, model.errors)
     if not quiet:
         n = sum(model.series(u).n for u in model.unique_ids)

@@ -23,7 +23,7 @@ def config_default(value: object, key: str) -> str:
 
 # The command-line options of the readers' settings; others are set with --set data.NAME=VALUE.
 _READER_FLAGS = {"time_col": "--time-col", "target_col": "--target-col", "id_col": "--id-col",
-                 "aggregate": "--aggregate", "strict": "--strict"}
+                 "noise_col": "--noise-col", "aggregate": "--aggregate", "strict": "--strict"}
 
 
 def cli_spelling(name: str, value: object) -> str:
@@ -120,6 +120,12 @@ IdColOption = Annotated[
     str | None,
     typer.Option(help="Series-id column of a panel (one file, many series).",
                  show_default="unique_id when the file has it, config data.id_col"),
+]
+NoiseColOption = Annotated[
+    str | None,
+    typer.Option(help="Column of each value's known measurement-error standard deviation "
+                 "(data units), added to the learned noise.",
+                 show_default="none, config data.noise_col"),
 ]
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="TOML config.", show_default="none")

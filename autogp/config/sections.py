@@ -19,6 +19,9 @@ class DataConfig:
     time_col: str = setting("ds", "column with time stamps (dates or numbers)")
     target_col: str = setting("y", "column with the values")
     id_col: str | None = setting(None, "series-id column of a panel", kind="str", optional=True)
+    noise_col: str | None = setting(
+        None, "column with each observation's known measurement-error standard deviation "
+        "(data units), added to the learned noise", kind="str", optional=True)
     transform: str = setting(
         "auto",
         "variance-stabilising transform of y: 'auto' (log or Box-Cox when the training data's "
@@ -119,6 +122,7 @@ class DataConfig:
             "time_col": self.time_col,
             "target_col": self.target_col,
             "id_col": self.id_col,
+            "noise_col": self.noise_col,
             "strict": self.strict,
             "aggregate": self.aggregate,
             "sep": self.sep,

@@ -86,24 +86,30 @@ def _build_series(
     split_col: str | None = None,
     test_value: str = "test",
     default_id: str = "series",
+    noise_col: str | None = None,
 ) -> list[TimeSeries]:
     """The pipeline every reader shares: ``raw``'s columns parsed and validated, rows grouped
     by ``id_col`` (one ``default_id`` series without it), sorted by time, duplicates combined
-    by ``aggregate``, and one :class:`TimeSeries` per id in order of first appearance."""
+    by ``aggregate``, and one :class:`TimeSeries` per id in order of first appearance.
+    ``noise_col``: the observations' known measurement-error standard deviations."""
     if aggregate is not None and aggregate not in AGGREGATES:
         raise DataError(
             f"{raw.source}: aggregate must be one of {list(AGGREGATES)} or None, got {aggregate!r}",
             source=raw.source,
             value=aggregate,
         )
-    names = [c for c in (time_col, target_col, id_col, split_col) if c is not None]
+    names = [c for c in (time_col, target_col, id_col, split_col, noise_col) if c is not None]
     if len(set(names)) != len(names):
         raise DataError(
-            f"{raw.source}: time_col, target_col, id_col and split_col must be "
+            f"{raw.source}: time_col, target_col, id_col, split_col and noise_col must be "
             f"different columns, got {names!r}",
             source=raw.source,
         )
     y_all = parse_values(raw, target_col)
+    sd_all = None if noise_col is None else _noise_values(raw, noise_col, np.isfinite(y_all))
+    if sd_all is not None and aggregate is not None:
+        raise DataError(f"{raw.where(noise_col)}: known noise cannot be aggregated over "
+                        "duplicate time stamps; combine the rows first", source=raw.source)
     try:
         kind, key_all = parse_time(raw, time_col)
         mixed_time = False
@@ -185,6 +191,7 @@ def _build_series(
             )
         srt = rows[np.argsort(key_all[rows], kind="stable")]  # unsorted input is fine
         keys, y = key_all[srt], y_all[srt]
+        sd = None if sd_all is None else sd_all[srt]
         test = None if test_all is None else test_all[srt]
         dup = np.flatnonzero(keys[1:] == keys[:-1])
         if dup.size:
@@ -243,10 +250,25 @@ def _build_series(
             end_t = float(axis.to_numeric(np.asarray([last_key], dtype=np.float64))[0])
         end_t = end_t if end_t > t[-1] else None
         try:
-            out.append(TimeSeries(t, y, str(uid), axis, test, stamps, end_t))
+            out.append(TimeSeries(t, y, str(uid), axis, test, stamps, end_t, noise_sd=sd))
         except DataError as exc:  # e.g. dates so close they collide in float64
             raise DataError(f"{label}: {exc}", source=raw.source) from None
     return out
+
+
+def _noise_values(raw: RawTable, col: str, used: np.ndarray) -> np.ndarray:
+    """The known standard deviations of column ``col``: numbers, finite and >= 0 on every
+    row whose value is used (a clear error naming the first other row)."""
+    sd = parse_values(raw, col)
+    bad = np.flatnonzero(used & ~(np.isfinite(sd) & (sd >= 0)))
+    if bad.size:
+        i = int(bad[0])
+        what = "missing" if np.isnan(sd[i]) else "negative" if sd[i] < 0 else "infinite"
+        raise DataError(
+            f"{raw.where(col)}, {raw.at(i)}: the known noise standard deviation is {what} "
+            f"({sd[i]:g}); it must be a finite number >= 0",
+            source=raw.source, column=col, row=raw.rows[i], value=raw.cells[col][i])
+    return np.where(used, sd, 0.0)
 
 
 # ---- public readers --------------------------------------------------------------------------
@@ -290,6 +312,7 @@ def read_csv(
     max_points: int | None = DEFAULT_MAX_POINTS,
     split_col: str | None = None,
     test_value: str = "test",
+    noise_col: str | None = None,
 ) -> TimeSeries | list[TimeSeries]:
     """Read a CSV file into one :class:`TimeSeries`, or a list of them when ``id_col`` is given.
 
@@ -306,6 +329,8 @@ def read_csv(
         max_points: the largest series accepted (exact GP cost is O(n^3)); ``None``: no limit.
         split_col, test_value: a column whose value ``test_value`` marks held-out rows
             (``TimeSeries.is_test``; see ``train()``/``test()``).
+        noise_col: a column of known measurement-error standard deviations (data units,
+            finite and >= 0 on every row with a value; ``TimeSeries.noise_sd``).
 
     Raises:
         DataError: on any problem, naming the file, column, row (line number, header = 1)
@@ -313,7 +338,7 @@ def read_csv(
     """
     p = Path(path)
     text = read_text(p, strict)
-    extra = [split_col] if split_col is not None else []
+    extra = [c for c in (split_col, noise_col) if c is not None]
     raw = csv_to_table(text, str(path), sep, time_col, target_col, id_col, extra)
     series = _build_series(
         raw,
@@ -326,6 +351,7 @@ def read_csv(
         split_col,
         test_value,
         default_id=p.name.split(".")[0] or "series",
+        noise_col=noise_col,
     )
     return series if id_col is not None else series[0]
 
@@ -342,6 +368,7 @@ def from_frame(
     split_col: str | None = None,
     test_value: str = "test",
     unique_id: str = "series",
+    noise_col: str | None = None,
 ) -> TimeSeries | list[TimeSeries]:
     """Like :func:`read_csv` for a DataFrame (rows are named by their index label).
 
@@ -359,6 +386,7 @@ def from_frame(
         (target_col, "target_col"),
         (id_col, "id_col"),
         (split_col, "split_col"),
+        (noise_col, "noise_col"),
     ):
         if col is not None and col not in frame.columns:
             raise missing_column_error(src, col, role, columns)
@@ -366,7 +394,7 @@ def from_frame(
         raise DataError(
             f"{src}: no rows; at least {MIN_POINTS} observations are needed", source=src
         )
-    wanted = [c for c in (time_col, target_col, id_col, split_col) if c is not None]
+    wanted = [c for c in (time_col, target_col, id_col, split_col, noise_col) if c is not None]
     for col in wanted:
         if isinstance(frame[col], pd.DataFrame):
             raise DataError(f"{src}: column {col!r} appears more than once", source=src)
@@ -388,6 +416,7 @@ def from_frame(
         split_col,
         test_value,
         default_id=unique_id,
+        noise_col=noise_col,
     )
     return series if id_col is not None else series[0]
 

@@ -160,6 +160,13 @@ class Scaler:
         y = np.asarray(y, dtype=np.float64)
         return boxcox_log_jacobian(y, self.boxcox_lambda) - np.log(self.value_scale)
 
+    def forward_var(self, y: Any, sd: Any) -> np.ndarray:
+        """Known standard deviations ``sd`` of the values ``y`` (data units) -> variances in
+        normalised units: ``(sd * |d forward_y / dy|)^2``, exact without a transform and the
+        delta method's first-order variance under one (log: ``(sd / y)^2 / value_scale^2``)."""
+        sd = np.asarray(sd, dtype=np.float64)
+        return (sd * np.exp(self.forward_y_log_jacobian(y))) ** 2
+
     def to_transformed(self, z: Any) -> np.ndarray:
         """Normalised values -> transformed units (the affine map only)."""
         return np.asarray(z, dtype=np.float64) * self.value_scale + self.value_offset

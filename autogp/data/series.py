@@ -37,6 +37,8 @@ class TimeSeries:
         key_id: the name a panel fit derives the series' random key from (default
             :attr:`unique_id`); cross-validation windows carry their series' id here, so a
             window's fit is the fit of the truncated series.
+        noise_sd: optional known measurement-error standard deviations of the observations
+            (data units, finite, >= 0), same length as ``t``; ``None``: none known.
 
     The arrays are read-only copies. Use :meth:`train`/:meth:`test` for the split parts.
     """
@@ -49,6 +51,7 @@ class TimeSeries:
     stamps: pd.Index | None = field(default=None, repr=False)
     end_t: float | None = field(default=None, repr=False)
     key_id: str | None = field(default=None, repr=False)
+    noise_sd: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=np.float64)
@@ -76,6 +79,12 @@ class TimeSeries:
             if len(self.stamps) != t.size:
                 raise DataError(f"series {self.unique_id!r}: stamps must match t's length")
             object.__setattr__(self, "stamps", pd.Index(self.stamps))
+        if self.noise_sd is not None:
+            sd = np.asarray(self.noise_sd, dtype=np.float64)
+            if sd.shape != t.shape or not np.all(np.isfinite(sd) & (sd >= 0)):
+                raise DataError(f"series {self.unique_id!r}: noise_sd must hold one finite, "
+                                "non-negative standard deviation per observation")
+            object.__setattr__(self, "noise_sd", _frozen(sd))
         if self.end_t is not None:
             end = float(self.end_t)
             if not np.isfinite(end) or (t.size and end < t[-1]):
@@ -127,10 +136,11 @@ class TimeSeries:
     def _subset(self, mask: np.ndarray) -> TimeSeries:
         sub_test = None if self.is_test is None else self.is_test[mask]
         sub_stamps = None if self.stamps is None else self.stamps[mask]
+        sub_sd = None if self.noise_sd is None else self.noise_sd[mask]
         # The missing stamps after the last observation belong to a subset that keeps it.
         end = self.end_t if mask.size and mask[-1] else None
         return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test, stamps=sub_stamps,
-                       end_t=end)
+                       end_t=end, noise_sd=sub_sd)
 
     def last(self, n: int) -> TimeSeries:
         """The ``n`` most recent observations (all of them when ``n`` is at least :attr:`n`)."""

@@ -35,25 +35,30 @@ MAX_JITTER_RUNGS = 6  # retries after the first try: 1e-9 ... 1e-4
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _masked_cov(K, noise_var, mask, jitter):
+def _masked_cov(K, noise_var, mask, jitter, known_var=None):
     m = mask.astype(K.dtype)
     diag = jnp.einsum("...ii->...i", K)
     scale = jnp.sum(diag * m, axis=-1) / jnp.maximum(jnp.sum(m, axis=-1), 1.0)
     scale = jnp.maximum(jnp.abs(scale), 1e-300)
     Km = K * m[..., :, None] * m[..., None, :]
-    extra = (noise_var[..., None] + jitter[..., None] * scale[..., None]) * m + (1.0 - m)
+    noise = noise_var[..., None]
+    if known_var is not None:  # per-point known variances; None keeps the arithmetic as it was
+        noise = noise + known_var
+    extra = (noise + jitter[..., None] * scale[..., None]) * m + (1.0 - m)
     return Km + jnp.einsum("...i,ij->...ij", extra, jnp.eye(K.shape[-1], dtype=K.dtype))
 
 
-def robust_cholesky(K, noise_var, mask):
-    """Cholesky factors of the masked ``K + noise I``, with growing jitter where needed.
+def robust_cholesky(K, noise_var, mask, known_var=None):
+    """Cholesky factors of the masked ``K + diag(noise + known_var)``, with growing jitter
+    where needed. ``known_var``: ``[..., N]`` known variances of the observations (measurement
+    error), added to the noise; None: none.
 
     Returns ``(L, ok)``: ``ok[p]`` is False where every rung failed (then ``L[p]`` is the identity).
     """
     batch = K.shape[:-2]
 
     def attempt(jitter):
-        L = cholesky(_masked_cov(K, noise_var, mask, jitter))
+        L = cholesky(_masked_cov(K, noise_var, mask, jitter, known_var))
         return L, jnp.all(jnp.isfinite(L), axis=(-2, -1))
 
     jitter = jnp.full(batch, BASE_JITTER, K.dtype)
@@ -75,8 +80,8 @@ def robust_cholesky(K, noise_var, mask):
     return jnp.where(ok[..., None, None], L, eye), ok
 
 
-def _logml_parts(K, noise_var, y, mask):
-    L, ok = robust_cholesky(K, noise_var, mask)
+def _logml_parts(K, noise_var, y, mask, known_var=None):
+    L, ok = robust_cholesky(K, noise_var, mask, known_var)
     ym = jnp.where(mask, y, 0.0)
     alpha = cho_solve(L, ym[..., None])[..., 0]
     n = jnp.sum(mask, axis=-1)
@@ -87,12 +92,12 @@ def _logml_parts(K, noise_var, y, mask):
 
 
 @jax.custom_vjp
-def _logml(K, noise_var, y, mask, probes):
-    return _logml_parts(K, noise_var, y, mask)[0]
+def _logml(K, noise_var, y, mask, probes, known_var):
+    return _logml_parts(K, noise_var, y, mask, known_var)[0]
 
 
-def _logml_fwd(K, noise_var, y, mask, probes):
-    value, (L, alpha, ok) = _logml_parts(K, noise_var, y, mask)
+def _logml_fwd(K, noise_var, y, mask, probes, known_var):
+    value, (L, alpha, ok) = _logml_parts(K, noise_var, y, mask, known_var)
     return value, (L, alpha, ok, mask, probes)
 
 
@@ -110,15 +115,17 @@ def _logml_bwd(residuals, g):
     m = mask.astype(L.dtype)
     G = 0.5 * (alpha[..., :, None] * alpha[..., None, :] - inv) * m[..., :, None] * m[..., None, :]
     G = jnp.where(ok[..., None, None], G, 0.0) * g[..., None, None]
+    # Known variances sit beside the noise on the diagonal: d/d noise is the same trace.
     d_noise = jnp.einsum("...ii->...", G)
-    return G, d_noise, None, None, None
+    return G, d_noise, None, None, None, None
 
 
 _logml.defvjp(_logml_fwd, _logml_bwd)
 
 
-def gaussian_log_marginal(K, noise_var, y, mask=None, *, probes=None):
-    """log N(y[mask] | 0, K[mask, mask] + noise_var I) for a batch of covariance matrices.
+def gaussian_log_marginal(K, noise_var, y, mask=None, *, probes=None, known_var=None):
+    """log N(y[mask] | 0, K[mask, mask] + diag(noise_var + known_var)) for a batch of
+    covariance matrices.
 
     Args:
       K: ``[..., N, N]`` noise-free covariance matrices.
@@ -127,6 +134,8 @@ def gaussian_log_marginal(K, noise_var, y, mask=None, *, probes=None):
       mask: bool ``[..., N]``; ``None`` means all points count.
       probes: ``[..., N, S]`` (typically Rademacher) columns for a stochastic gradient (see the
         module docstring); ``None``: the exact gradient. The value is exact either way.
+      known_var: ``[..., N]`` known variances of the observations (measurement error, not
+        learned; broadcast against the batch); ``None``: none (the plain ``noise_var I``).
 
     Returns ``[...]``; ``-inf`` for a particle whose matrix cannot be factorised. Differentiable
     in ``K`` and ``noise_var``.
@@ -137,4 +146,6 @@ def gaussian_log_marginal(K, noise_var, y, mask=None, *, probes=None):
     mask = jnp.ones(batch + (N,), bool) if mask is None else jnp.broadcast_to(mask, batch + (N,))
     if probes is not None:
         probes = jnp.broadcast_to(probes, batch + probes.shape[-2:]).astype(K.dtype)
-    return _logml(K, noise_var, y, mask, probes)
+    if known_var is not None:
+        known_var = jnp.broadcast_to(known_var, batch + (N,)).astype(K.dtype)
+    return _logml(K, noise_var, y, mask, probes, known_var)

@@ -10,7 +10,7 @@ from autogp.evaluator.linalg import cho_solve, solve_triangular
 
 
 def posterior_predictive(ops, params, noise, x, y, mask, x_new, *, observation_noise=False,
-                         full_cov=True):
+                         full_cov=True, known_var=None):
     """Posterior mean and covariance of f(x_new) (or of noisy observations) per particle.
 
     Args:
@@ -20,14 +20,18 @@ def posterior_predictive(ops, params, noise, x, y, mask, x_new, *, observation_n
       x_new: ``[M]`` or ``[P, M]`` prediction inputs.
       observation_noise: add the noise variance to the predictive covariance's diagonal.
       full_cov: return ``[P, M, M]`` covariances, else ``[P, M]`` variances.
+      known_var: ``[N]`` or ``[P, N]`` known variances of the training observations, added to
+        the noise there (``None``: none); new points get the noise alone.
 
     Returns ``(mean [P, M], cov)``; particles whose matrix cannot be factorised get NaN, which
     callers must treat as failed (their weights are zero by the likelihood's ``-inf``).
     """
     noise_var = jnp.exp(noise)
     K = gram(ops, params, x)
-    L, ok = robust_cholesky(K, noise_var, mask)
     P, N = K.shape[0], K.shape[-1]
+    if known_var is not None:
+        known_var = jnp.broadcast_to(known_var, (P, N))
+    L, ok = robust_cholesky(K, noise_var, mask, known_var)
     mask = jnp.broadcast_to(mask, (P, N))
     ym = jnp.where(mask, jnp.broadcast_to(y, (P, N)), 0.0)
     alpha = cho_solve(L, ym[..., None])[..., 0]

@@ -137,6 +137,7 @@ def series_windows(
         train = TimeSeries(
             series.t[seen], series.y[seen], window_name(uid, cutoff), series.axis, None,
             series.ds[seen], cutoff_t, key_id=uid if panel else None,
+            noise_sd=None if series.noise_sd is None else series.noise_sd[seen],
         )
         # statsforecast forecasts the next h rows; on a grid without gaps they are the next
         # h steps, forecast exactly as predict(h) of the truncated data does.
@@ -163,6 +164,8 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
             f"positive values; the data up to a later cutoff hold {y_new.min()!r}"
         )
     mean, cov = fit.predictive(t_new, include_noise=True, full_cov=True)
+    if series.noise_sd is not None:  # the added observations' known variances
+        cov = cov + np.diag(fit.scaler.forward_var(y_new, series.noise_sd[new]))
     resid = fit.scaler.forward_y(y_new)[None, :] - mean
     sign, logdet = np.linalg.slogdet(cov)
     quad = np.einsum("pm,pm->p", resid, np.linalg.solve(cov, resid[..., None])[..., 0])
@@ -179,6 +182,8 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
     extended = TimeSeries(
         np.concatenate([old.t, t_new]), np.concatenate([old.y, y_new]), old.unique_id,
         old.axis, None, old.ds.append(series.ds[new]), end, key_id=old.key_id,
+        noise_sd=None if old.noise_sd is None or series.noise_sd is None
+        else np.concatenate([old.noise_sd, series.noise_sd[new]]),
     )
     return dataclasses.replace(
         fit, series=extended, log_weights=log_weights - log_evidence,

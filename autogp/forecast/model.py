@@ -35,6 +35,7 @@ from autogp.forecast.crossval import cross_validation as rolling_forecasts
 from autogp.forecast.decompose import decomposition_frame
 from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
 from autogp.forecast.reading import read_panel, read_series
+from autogp.forecast.revise import RevisedData
 from autogp.forecast.tables import explanation, structure_table
 from autogp.forecast.update import update_groups, update_posterior
 from autogp.inference.posterior import Posterior
@@ -44,7 +45,7 @@ from autogp.pipeline import saveload
 from autogp.pipeline.fitting import fitting_window, num_inducing, series_scaler
 
 
-class AutoGP:
+class AutoGP(RevisedData):
     """Automatic Gaussian-process forecasting: structure discovery by SMC, then prediction.
 
     Args:
@@ -160,6 +161,7 @@ class AutoGP:
         time_col: str | None = None,
         target_col: str | None = None,
         id_col: str | None = None,
+        noise_col: str | None = None,
         backend: str | None = None,
         scheduler: str | None = None,
         client: Any = None,
@@ -175,6 +177,8 @@ class AutoGP:
                 arrays; or a CSV path; or :class:`TimeSeries` objects. Rows marked as test by
                 ``data.split_col`` are left out.
             time_col, target_col, id_col: column names (default: the config's ``[data]``).
+            noise_col: a column of known measurement-error standard deviations (data units),
+                added to the learned noise (``data.noise_col``; see docs/workflow.md).
             backend: where a panel's series are fitted: ``"local"`` (``smc.workers``
                 processes of this machine) or ``"dask"`` (a ``dask.distributed`` cluster);
                 default ``smc.backend``.
@@ -192,7 +196,8 @@ class AutoGP:
         that cannot be fitted is reported (a warning naming it; :attr:`errors`) and left out,
         and every other series is still fitted. Returns ``self``.
         """
-        all_series, read_errors = read_panel(data, self.config, time_col, target_col, id_col)
+        all_series, read_errors = read_panel(data, self.config, time_col, target_col, id_col,
+                                             noise_col)
         panel = len(all_series) + len(read_errors) > 1
         show = self.progress if self.progress is not None else panel
         result = fit_panel(
@@ -299,6 +304,7 @@ class AutoGP:
         time_col: str | None = None,
         target_col: str | None = None,
         id_col: str | None = None,
+        noise_col: str | None = None,
         backend: str | None = None,
         scheduler: str | None = None,
         client: Any = None,
@@ -313,7 +319,8 @@ class AutoGP:
         ds, cutoff, y, AutoGP, AutoGP-lo/hi-<L>`` sorted by ``unique_id, cutoff, ds``; the
         model's fits are not changed. Windows of a panel that fail are left out with a warning
         (:attr:`errors`)."""
-        all_series, read_errors = read_panel(df, self.config, time_col, target_col, id_col)
+        all_series, read_errors = read_panel(df, self.config, time_col, target_col, id_col,
+                                             noise_col)
         panel = len(all_series) + len(read_errors) > 1
         show = self.progress if self.progress is not None else panel
         frame, errors = rolling_forecasts(
@@ -336,6 +343,7 @@ class AutoGP:
         time_col: str | None = None,
         target_col: str | None = None,
         id_col: str | None = None,
+        noise_col: str | None = None,
         rounds: int | None = None,
     ) -> AutoGP:
         """Add observations and continue the SMC on them (online use); returns ``self``.
@@ -345,18 +353,18 @@ class AutoGP:
         repeat fitted ones. The normalisation of the first fit is kept (the particles'
         parameters are in its units), so new times beyond the training span map past 1.
         ``rounds``: SMC rounds spent on the new data (default: one per new point, at most
-        ``smc.num_rounds``).
+        ``smc.num_rounds``). ``noise_col``: the new rows' known noise column, as in :meth:`fit`.
         """
         self._require_fitted()
         d = self.config.data
         time_col = time_col or d.time_col
         target_col = target_col or d.target_col
         groups = update_groups(new_data, time_col, target_col, id_col,
-                               lambda: self._fit_of(None).unique_id)
-        for uid, (ds, y) in groups.items():
+                               lambda: self._fit_of(None).unique_id, noise_col or d.noise_col)
+        for uid, (ds, y, sd) in groups.items():
             fit = self._fit_of(uid)
             updated = update_posterior(fit, ds, y, self.config, panel=len(self._fits) > 1,
-                                       rounds=rounds)
+                                       rounds=rounds, noise_sd=sd)
             if updated is not None:
                 self._fits[uid] = updated
         return self

@@ -21,10 +21,12 @@ def read_series(
     time_col: str | None = None,
     target_col: str | None = None,
     id_col: str | None = None,
+    noise_col: str | None = None,
 ) -> list[TimeSeries]:
     """The training series in ``data`` (column names default to the config's ``[data]``);
     raises :class:`DataError` on the first problem."""
     d = config.data
+    noise_col = noise_col or d.noise_col
     time_col = time_col or d.time_col
     target_col = target_col or d.target_col
     id_col = id_col if id_col is not None else d.id_col
@@ -46,7 +48,8 @@ def read_series(
     elif isinstance(data, pd.DataFrame):
         if id_col is None and "unique_id" in data.columns:
             id_col = "unique_id"
-        kwargs = dict(common, split_col=d.split_col, test_value=d.test_value)
+        kwargs = dict(common, split_col=d.split_col, test_value=d.test_value,
+                      noise_col=noise_col)
         if d.split_col is not None and d.split_col not in data.columns:
             kwargs["split_col"] = None
         res = from_frame(data, time_col, target_col, id_col, **kwargs)
@@ -54,7 +57,7 @@ def read_series(
     elif isinstance(data, str | Path):
         kwargs = d.read_kwargs()
         kwargs.update(time_col=time_col, target_col=target_col, id_col=id_col,
-                      max_points=max_points)
+                      max_points=max_points, noise_col=noise_col)
         res = read_csv(data, **kwargs)
         out = res if isinstance(res, list) else [res]
     elif isinstance(data, tuple) and len(data) == 2:
@@ -79,6 +82,7 @@ def read_panel(
     time_col: str | None = None,
     target_col: str | None = None,
     id_col: str | None = None,
+    noise_col: str | None = None,
 ) -> tuple[list[TimeSeries], dict[str, str]]:
     """The series in ``data`` that read, and an error message per series of a panel that
     does not (:func:`autogp.parallel.read_series_tolerant`). A Dask DataFrame is brought over
@@ -87,7 +91,8 @@ def read_panel(
     id_name = id_col if id_col is not None else d.id_col
     if is_dask_frame(data):
         id_name = id_name or ("unique_id" if "unique_id" in data.columns else None)
-        wanted = [time_col or d.time_col, target_col or d.target_col, id_name, d.split_col]
+        wanted = [time_col or d.time_col, target_col or d.target_col, id_name, d.split_col,
+                  noise_col or d.noise_col]
         data = dask_to_pandas(data, [c for c in wanted if c is not None])
     if id_name is None and isinstance(data, pd.DataFrame) and "unique_id" in data.columns:
         id_name = "unique_id"
@@ -95,7 +100,8 @@ def read_panel(
                                                                                      d.sep):
         id_name = "unique_id"
     return read_series_tolerant(
-        lambda part: read_series(part, config, time_col, target_col, id_name), data, id_name,
+        lambda part: read_series(part, config, time_col, target_col, id_name, noise_col), data,
+        id_name,
         sep=d.sep,
     )
 

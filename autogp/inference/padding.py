@@ -60,18 +60,24 @@ def data_prefix(data: Data, size: int) -> Data:
     and masked-out columns add nothing to a likelihood."""
     if size == data.x.shape[1]:
         return data
-    return eqx.tree_at(lambda d: (d.x, d.y, d.rank),
+    data = eqx.tree_at(lambda d: (d.x, d.y, d.rank),
                        data, (data.x[:, :size], data.y[:, :size], data.rank[:, :size]))
+    if data.known_var is None:
+        return data
+    return eqx.tree_at(lambda d: d.known_var, data, data.known_var[:, :size])
 
 
 def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int | None = None,
               shuffle: bool = False, key: jax.Array | None = None,
               period_peaks: int = SMCSettings.period_peaks,
               seasonal_periods: Sequence[float | Sequence[float] | None] | None = None,
-              power: Sequence[float] | None = None) -> Data:
+              power: Sequence[float] | None = None,
+              known_vars: Sequence[np.ndarray | None] | None = None) -> Data:
     """Pad a list of series to a common length (padding is masked out forever) and find each
     series' periodogram peaks for the period proposal. ``power``: each series' learning rate
-    (default 1, the Bayesian posterior; :meth:`SMCSettings.power_for` gives the rule's)."""
+    (default 1, the Bayesian posterior; :meth:`SMCSettings.power_for` gives the rule's).
+    ``known_vars``: each series' known observation variances (None: none; zeros where some
+    series of the panel have them and others not)."""
     G = len(xs)
     power = np.ones(G) if power is None else np.asarray(power, dtype=float)
     if power.shape != (G,) or not np.all((power > 0) & (power <= 1)):
@@ -96,10 +102,17 @@ def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int
         [np.asarray(v) for v in xs], [np.asarray(v) for v in ys], num=period_peaks,
         seasonal_periods=list(seasonal_periods) if seasonal_periods is not None else None,
     )
+    known = None
+    if known_vars is not None and any(v is not None for v in known_vars):
+        known = np.zeros((G, N))
+        for g, v in enumerate(known_vars):
+            if v is not None:
+                known[g, : len(v)] = v
+        known = jnp.asarray(known)
     return Data(jnp.asarray(x), jnp.asarray(y), jnp.asarray(rank),
                 jnp.asarray([len(v) for v in xs], dtype=jnp.int32),
                 jnp.asarray(centers), jnp.asarray(log_weights), jnp.asarray(power),
-                is_regular_grid(x))
+                is_regular_grid(x), known)
 
 
 

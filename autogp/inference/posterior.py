@@ -38,9 +38,10 @@ from autogp.kernels import Kernel, pack, unpack
 
 # ---- compiled pieces -------------------------------------------------------------------------
 @functools.partial(jax.jit, static_argnames=("full_cov",))
-def _predictive(ops, params, noise, x, y, mask, x_new, full_cov):
+def _predictive(ops, params, noise, x, y, mask, x_new, full_cov, known_var=None):
     return posterior_predictive(
-        ops, params, noise, x, y, mask, x_new, observation_noise=False, full_cov=full_cov
+        ops, params, noise, x, y, mask, x_new, observation_noise=False, full_cov=full_cov,
+        known_var=known_var,
     )
 
 
@@ -56,12 +57,15 @@ _sparse_weights = jax.jit(sparse_weights, static_argnames=("num_inducing",))
 
 
 @jax.jit
-def _alpha(ops, params, noise, x, y, mask):
-    """(K + noise I)^-1 y per particle ``[P, N]`` and whether the factorisation worked."""
+def _alpha(ops, params, noise, x, y, mask, known_var=None):
+    """(K + noise I)^-1 y per particle ``[P, N]`` (plus the known variances on the diagonal)
+    and whether the factorisation worked."""
     P = ops.shape[0]
     K = gram(ops, params, x)
     mask = jnp.broadcast_to(mask, (P, x.shape[0]))
-    L, ok = robust_cholesky(K, jnp.exp(noise), mask)
+    if known_var is not None:
+        known_var = jnp.broadcast_to(known_var, (P, x.shape[0]))
+    L, ok = robust_cholesky(K, jnp.exp(noise), mask, known_var)
     ym = jnp.where(mask, jnp.broadcast_to(y, (P, y.shape[0])), 0.0)
     alpha = cho_solve(L, ym[..., None])[..., 0]
     return jnp.where(mask, alpha, 0.0), ok
@@ -193,6 +197,15 @@ class Posterior:
         y = np.concatenate([self.y, np.zeros(size - n)])
         return x, y, np.arange(size) < n
 
+    def known_var(self) -> np.ndarray | None:
+        """The training observations' known variances in normalised units, padded as
+        :meth:`padded_training` (zeros on the padding); None when the series has none."""
+        sd = self.series.noise_sd
+        if sd is None:
+            return None
+        known = self.scaler.forward_var(self.series.y, sd)
+        return np.concatenate([known, np.zeros(shapes.bucket(self.series.n) - known.size)])
+
     def padded_particles(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``ops``, ``params``, ``noise`` padded to a bucket size by repeating the last particle
         (results for the padding are sliced off)."""
@@ -212,6 +225,7 @@ class Posterior:
         P, M = self.ops.shape[0], len(t_new)
         ops, params, noise = (jnp.asarray(a) for a in self.padded_particles())
         x, y, mask = (jnp.asarray(a) for a in self.padded_training())
+        known = self.known_var()
         x_all = self.scaler.forward_t(np.asarray(t_new, dtype=np.float64))
         parts = shapes.chunks(M) if not full_cov else [slice(0, M)]
         means, covs = [], []
@@ -224,7 +238,8 @@ class Posterior:
                                                jnp.asarray(x_new), full_cov, self.num_inducing)
             else:
                 mean, cov = _predictive(
-                    ops, params, noise, x, y, mask, jnp.asarray(x_new), full_cov=full_cov
+                    ops, params, noise, x, y, mask, jnp.asarray(x_new), full_cov=full_cov,
+                    known_var=None if known is None else jnp.asarray(known),
                 )
             means.append(np.asarray(mean)[:P, :m])
             covs.append(np.asarray(cov)[:P, :m, :m] if full_cov else np.asarray(cov)[:P, :m])
@@ -331,7 +346,9 @@ class Posterior:
                                            num_inducing=self.num_inducing)
             points = np.asarray(z)[:P]
         else:
-            alpha, ok = _alpha(*particles, x, y, mask)
+            known = self.known_var()
+            alpha, ok = _alpha(*particles, x, y, mask,
+                               None if known is None else jnp.asarray(known))
             points = None
         alpha, ok = np.asarray(alpha)[:P], np.asarray(ok)[:P]
         usable = ok & np.all(np.isfinite(alpha), axis=1)

@@ -13,6 +13,7 @@ compiled round they repeat is in :mod:`autogp.inference.rounds`.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -138,8 +139,12 @@ def run_smc_panel(
     debug: bool = False,
     pad_to: int | None = None,
     seasonal_periods: Sequence[float | Sequence[float] | None] | None = None,
+    known_vars: Sequence[np.ndarray | None] | None = None,
 ) -> list[SMCResult]:
     """Fit G series (normalised x in [0, 1], y standardised) in one compiled program.
+
+    ``known_vars``: per series the known variances of its observations (normalised units;
+    None where it has none), added to the learned noise.
 
     ``seasonal_periods`` (normalised units; per series a period, a list of periods, or None
     where unknown) add each series' calendar seasons to the period proposal. With
@@ -155,13 +160,14 @@ def run_smc_panel(
     def repeat(seq):
         return [v for v in seq for _ in range(runs)]
 
-    xs, ys, periods = repeat(xs), repeat(ys), repeat(periods)
+    known = list(known_vars) if known_vars is not None else [None] * len(xs)
+    xs, ys, periods, known = repeat(xs), repeat(ys), repeat(periods), repeat(known)
     longest = max(len(x) for x in xs)
     num_inducing = settings.num_inducing(longest)
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
                      period_peaks=settings.period_peaks, seasonal_periods=periods,
-                     power=[settings.power_for(len(x)) for x in xs])
+                     power=[settings.power_for(len(x)) for x in xs], known_vars=known)
     per_series = [
         schedule_counts(len(x), settings.schedule, settings.num_rounds, settings.counts)
         for x in xs
@@ -232,17 +238,21 @@ def _mode_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, d
 
 
 def run_smc(x, y, grammar: gr.Grammar, settings: SMCSettings, *, key: Array, callback=None,
-            debug: bool = False,
-            seasonal_period: float | Sequence[float] | None = None) -> SMCResult:
-    """Fit one series: normalised ``x`` (in [0, 1]) and standardised ``y``."""
+            debug: bool = False, seasonal_period: float | Sequence[float] | None = None,
+            known_var: np.ndarray | None = None) -> SMCResult:
+    """Fit one series: normalised ``x`` (in [0, 1]) and standardised ``y`` (``known_var``:
+    its observations' known variances in those units, or None)."""
     return run_smc_panel([np.asarray(x)], [np.asarray(y)], grammar, settings, key=key,
-                         callback=callback, debug=debug, seasonal_periods=[seasonal_period])[0]
+                         callback=callback, debug=debug, seasonal_periods=[seasonal_period],
+                         known_vars=[known_var])[0]
 
 
 def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: SMCSettings, *,
                key: Array, callback=None, num_rounds: int | None = None,
-               seasonal_period: float | Sequence[float] | None = None) -> SMCResult:
-    """Online update: continue a fitted particle set on more data (old points first).
+               seasonal_period: float | Sequence[float] | None = None,
+               known_var: np.ndarray | None = None) -> SMCResult:
+    """Online update: continue a fitted particle set on more data (old points first;
+    ``known_var``: the known variances of all of them, or None).
 
     Reweights by the likelihood of the new points, resamples if needed and rejuvenates, over
     ``num_rounds`` rounds (default: one round per new point, at most ``settings.num_rounds``).
@@ -257,7 +267,8 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
         return result
     # The learning rate the particles were fitted with: that of the old data's length.
     data = make_data([x_all], [y_all], period_peaks=settings.period_peaks,
-                     seasonal_periods=[seasonal_period], power=[settings.power_for(n_old)])
+                     seasonal_periods=[seasonal_period], power=[settings.power_for(n_old)],
+                     known_vars=[known_var])
     rounds = num_rounds or min(n_new - n_old, settings.num_rounds)
     counts = np.unique(np.linspace(n_old, n_new, rounds + 1).round().astype(int)[1:])
     state = SMCState(
@@ -277,10 +288,80 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     return _result(state, merged)
 
 
+@functools.partial(jax.jit, static_argnames=("num_particles", "num_inducing"))
+def _likelihoods(data, count, ops, params, noise, *, num_particles: int, num_inducing: int):
+    """The particles' tempered log likelihoods on the first ``count`` points of ``data``, as
+    one compiled program (run eagerly, the evaluator's loops dispatch op by op)."""
+    return likelihood_fn(data, count, num_particles, num_inducing)(ops, params, noise)
+
+
+def revise_smc(result: SMCResult, x_old, y_old, x_new, y_new, grammar: gr.Grammar,
+               settings: SMCSettings, *, key: Array, num_rounds: int = 1, callback=None,
+               seasonal_period: float | Sequence[float] | None = None,
+               known_old: np.ndarray | None = None,
+               known_new: np.ndarray | None = None) -> SMCResult:
+    """Continue a fitted particle set on revised data (points removed, values replaced).
+
+    The old data ``x_old``, ``y_old`` are those the particles were fitted on, the new ones
+    replace them. Each particle is reweighted by its likelihood ratio
+    ``(p(y_new | particle) / p(y_old | particle))^eta`` (eta: the learning rate the particles
+    were fitted with), which is Bayes' rule moving the posterior from the old data to the new;
+    then ``num_rounds`` SMC rounds on the new data resample when the effective sample size is
+    low and rejuvenate (the first round does the reweighting). ``num_rounds = 0``: the
+    reweighting alone, particles unchanged. ``known_old``, ``known_new``: the observations'
+    known variances (or None).
+    """
+    x_old, y_old, x_new, y_new = (np.asarray(a) for a in (x_old, y_old, x_new, y_new))
+    if num_rounds < 0:
+        raise ValueError(f"num_rounds must be >= 0, got {num_rounds}")
+    count = result.history.get("count")
+    n_fit = int(np.asarray(count[-1]).ravel()[0]) if count else len(x_old)
+    power = [settings.power_for(n_fit)]
+    num_inducing = settings.num_inducing(len(x_new))
+    P = len(result.noise)
+    old_data = make_data([x_old], [y_old], power=power, known_vars=[known_old])
+    data = make_data([x_new], [y_new], period_peaks=settings.period_peaks,
+                     seasonal_periods=[seasonal_period], power=power, known_vars=[known_new])
+    state = SMCState(
+        ops=jnp.asarray(result.ops)[None], params=jnp.asarray(result.params)[None],
+        noise=jnp.asarray(result.noise)[None], log_likelihood=jnp.zeros((1, P)),
+        log_weights=jnp.asarray(result.log_weights)[None],
+        log_evidence=jnp.asarray([result.log_marginal_likelihood]),
+    )
+    particles = (state.ops[0], state.params[0], state.noise[0])
+    old = _likelihoods(old_data, jnp.asarray([len(x_old)]), *particles, num_particles=P,
+                       num_inducing=num_inducing)
+    state = state._replace(log_likelihood=old[None])
+    if num_rounds == 0:
+        new_ll = np.asarray(_likelihoods(data, jnp.asarray([len(x_new)]), *particles,
+                                         num_particles=P, num_inducing=num_inducing))
+        prior = np.asarray(result.log_weights, dtype=np.float64)
+        prior = np.where(np.isnan(prior), -np.inf, prior)
+        prior = prior - logsumexp(prior)
+        increment = np.where(np.isfinite(new_ll), new_ll - np.asarray(state.log_likelihood[0]),
+                             -np.inf)
+        log_norm = float(logsumexp(prior + increment))
+        if not np.isfinite(log_norm):
+            raise FloatingPointError("no particle gives the revised data a finite likelihood")
+        history = {**result.history, "count": [*result.history.get("count", []), [len(x_new)]]}
+        return result._replace(log_weights=prior + increment - log_norm, history=history,
+                               log_marginal_likelihood=result.log_marginal_likelihood + log_norm)
+    counts = np.full((num_rounds, 1), len(x_new))
+    state, history = run_rounds(grammar, settings, state, data, counts, key=key,
+                                num_inducing=num_inducing, callback=callback)
+    if not np.isfinite(float(state.log_evidence[0])):
+        raise FloatingPointError("no particle gives the revised data a finite likelihood")
+    if settings.structure_weights in MODE_WEIGHTS:
+        state = _mode_weights(grammar, settings, state, data, num_inducing)
+    merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
+    return _result(state, merged)
+
+
 __all__ = [
     "SMCResult",
     "compilation_counts",
     "pool_runs",
+    "revise_smc",
     "run_smc",
     "run_smc_panel",
     "schedule_counts",

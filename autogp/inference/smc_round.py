@@ -46,7 +46,9 @@ class Data(eqx.Module):
     behind the period proposal; ``power`` ``[G]`` each series' learning rate eta (the SMC
     weighs by ``eta * log p(y)``; data, not a static setting, so one program serves series
     with different rates, see :meth:`SMCSettings.power_for`); ``regular_grid`` (static)
-    whether every row of ``x`` is evenly spaced, padding included."""
+    whether every row of ``x`` is evenly spaced, padding included; ``known_var`` ``[G, N]``
+    the observations' known variances (measurement error, added to the learned noise), None
+    where no series has any (the likelihood then runs exactly as without them)."""
 
     x: Array
     y: Array
@@ -56,6 +58,7 @@ class Data(eqx.Module):
     period_log_weights: Array
     power: Array
     regular_grid: bool = eqx.field(static=True, default=False)
+    known_var: Array | None = None
 
 
 
@@ -80,6 +83,10 @@ def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0, probe
     y = jnp.repeat(data.y, P, axis=0)
     m = jnp.repeat(mask, P, axis=0)
     power = jnp.repeat(data.power, P, axis=0)
+    known = None if data.known_var is None else jnp.repeat(data.known_var, P, axis=0)
+    if known is not None and num_inducing > 0:
+        raise ValueError("known observation noise needs the exact likelihood; this series "
+                         "is long enough for the sparse one (smc.likelihood, smc.sparse_above)")
 
     def fn(ops, params, noise, *, key=None):
         if num_inducing > 0:
@@ -89,7 +96,8 @@ def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0, probe
             Z = (None if key is None or probes <= 0 else
                  jax.random.rademacher(key, x.shape + (probes,), x.dtype))
             ll = log_marginal_likelihood(ops, params, noise, x, y, m,
-                                         regular_grid=data.regular_grid, probes=Z)
+                                         regular_grid=data.regular_grid, probes=Z,
+                                         known_var=known)
         return power * ll
 
     return fn

@@ -181,6 +181,20 @@ def _part_of(callback: Callable[[int, int], None] | None, k: int, parts: int):
     return lambda done, total: callback(k * total + done, parts * total)
 
 
+def known_noise(series: TimeSeries, scaler: Scaler, config: Config) -> dict[str, np.ndarray]:
+    """``{"known_var": ...}``: the series' known observation variances in normalised units
+    (:meth:`Scaler.forward_var`), or ``{}`` when it has none (the engine's calls then stay as
+    without them)."""
+    if series.noise_sd is None:
+        return {}
+    if num_inducing(config, series.n) > 0:
+        raise DataError(
+            f"series {series.unique_id!r}: known observation noise needs the exact likelihood, "
+            f"and {series.n} points take the sparse one; set smc.likelihood = 'exact' or fit a "
+            "shorter window (data.window)")
+    return {"known_var": scaler.forward_var(series.y, series.noise_sd)}
+
+
 def fit_series_posterior(
     series: TimeSeries,
     config: Config,
@@ -210,7 +224,8 @@ def fit_series_posterior(
     y = scaler.forward_y(series.y)
     grammar, settings = engine_settings(config)
     result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
-                         seasonal_period=seasonal_periods(series, scaler))
+                         seasonal_period=seasonal_periods(series, scaler),
+                         **known_noise(series, scaler, config))
     return Posterior.from_smc(series, scaler, result, left_out=left_out,
                               num_inducing=num_inducing(config, series.n), stride=stride)
 

@@ -48,7 +48,8 @@ An optional third member, ``notes.json``, holds a JSON object a writer adds for 
 ``s{i}_params`` float64 ``[P, S, 3]`` (unconstrained), ``s{i}_noise`` ``[P]`` (unconstrained log
 variance), ``s{i}_log_weights`` ``[P]``, ``s{i}_t`` and ``s{i}_y`` (training times on the axis
 and values in data units) and ``s{i}_stamps`` (int64 microseconds since 1970 for dates, float64
-for numeric time). Floats are stored bit for bit, so a loaded model predicts exactly what the
+for numeric time), and ``s{i}_noise_sd`` where the series has known observation noise. Floats
+are stored bit for bit, so a loaded model predicts exactly what the
 saved one did. Archive members carry a fixed time stamp, so equal models give equal files.
 
 Any problem reading a file raises :class:`ModelFileError` (a ``ValueError``) naming the file.
@@ -188,6 +189,8 @@ def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -
                 f"s{i}_stamps": stamps,
             }
         )
+        if fit.series.noise_sd is not None:  # optional: known noise sds, data units
+            arrays[f"s{i}_noise_sd"] = np.asarray(fit.series.noise_sd, dtype=np.float64)
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -307,7 +310,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
         else:
             stamps = pd.Index(a["stamps"].astype(np.float64))
         series = TimeSeries(a["t"], a["y"], entry["unique_id"], axis, None, stamps,
-                            entry.get("end_t"))
+                            entry.get("end_t"), noise_sd=arrays.get(f"s{i}_noise_sd"))
         if series.n != entry["n"]:
             raise _bad(source, f"series {i}: {series.n} observations but model.json says "
                                f"{entry['n']}")  # fmt: skip
