@@ -274,7 +274,9 @@ def _cli_process(args: list[str], design: str, cache: Path, forecast: Path,
     ``cache``: its wall seconds, the fit's seconds and compile seconds (its summary line),
     whether it showed the compiling phase, its peak resident memory (the child's rusage) and
     the sha256 of its forecast CSV."""
-    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "AUTOGP_CACHE_DIR")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XLA_FLAGS", "AUTOGP_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR",
+                        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
     env.update(DESIGNS[design], AUTOGP_CACHE_DIR=str(cache), OPENBLAS_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
     with tempfile.TemporaryFile("w+") as err:
@@ -337,8 +339,8 @@ def cold_start(designs: list[str], tiny: bool, repeats: int = 1, pinned: int = 0
             warm = _cli_process(commands[case], design, cache, out.with_suffix(".warm.csv"),
                                 cores)
             runs[case][design].append({"cold": cold, "warm": warm})
-            print(f"  {case} {design}: cold {cold['wall_s']:.1f} s, warm "
-                  f"{warm['wall_s']:.1f} s", file=sys.stderr, flush=True)
+            print(f"  {case} {design}: {json.dumps({'cold': cold, 'warm': warm})}",
+                  file=sys.stderr, flush=True)  # every figure, should the run be cut short
 
         for r in range(repeats):
             for case in commands:

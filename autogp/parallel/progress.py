@@ -58,10 +58,11 @@ def compiling_text(cache: Path | None, where: str = "") -> str:
 
 
 class CompilePhase:
-    """Shows a fit's compilation as its own phase: a task of the progress ``bar`` that counts
-    the programs compiled, or, where no bar is shown, a line on stderr when compiling starts
-    and one when the fit ends (:meth:`finish`). ``enabled=False`` shows nothing. Use as the
-    listener of :func:`autogp.inference.exported.on_compiling`."""
+    """Shows a fit's compilation as its own phase: a line on stderr when compiling starts (what
+    and where the cache is), then a task of the progress ``bar`` that counts the programs
+    compiled, or, where no bar is shown, a line when the fit ends (:meth:`finish`).
+    ``enabled=False`` shows nothing. Use as the listener of
+    :func:`autogp.inference.exported.on_compiling`."""
 
     def __init__(self, bar: Any, enabled: bool) -> None:
         self.bar = bar
@@ -74,11 +75,12 @@ class CompilePhase:
         return getattr(self.bar, "console", None) or Console(stderr=True, highlight=False)
 
     def _start(self, text: str, total: int | None) -> None:
+        # The whole text on a line of its own (a bar's description column would cut the
+        # cache's path short), then, with a bar, a task counting the programs.
         self.shown = True
-        if isinstance(self.bar, NoProgress):
-            self._console().print(f"autogp: {text}", markup=False, soft_wrap=True)
-        else:
-            self.task = self.bar.add_task(text, total=total)
+        self._console().print(f"autogp: {text}", markup=False, soft_wrap=True)
+        if not isinstance(self.bar, NoProgress):
+            self.task = self.bar.add_task("compiling", total=total)
 
     def __call__(self, notice: exported.Compiling) -> None:
         if not self.enabled:
