@@ -22,9 +22,18 @@ from rich.progress import Progress
 
 import autogp_launcher
 from autogp import AutoGP
+from autogp.config import load_config
+from autogp.data import TimeSeries
 from autogp.inference import exported
+from autogp.parallel import panel as panel_module
 from autogp.parallel.progress import CompilePhase, NoProgress, compiling_text
-from autogp.parallel.work import QUIET_XLA_ENV, ChunkFits, single_thread_env
+from autogp.parallel.work import (
+    QUIET_XLA_ENV,
+    ChunkFits,
+    SeriesError,
+    chunk_series,
+    single_thread_env,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 AIRLINE = ROOT / "examples" / "data" / "airline.csv"
@@ -121,6 +130,36 @@ def test_compile_phase_is_a_task_of_the_bar_counting_programs():
         for done in notice.on_each_done:
             done()
     assert bar.tasks[0].completed == 3
+
+
+def test_panel_in_workers_says_they_compile_and_sums_their_compile_seconds(
+        tmp_path, monkeypatch, capsys):
+    where = tmp_path / "jax" / "autogp-exported"
+    monkeypatch.setattr(exported, "directory", lambda: where)
+
+    def run_local(chunks, config, *, panel, workers):  # workers that only report their time
+        for i, chunk in enumerate(chunks):
+            out = ChunkFits(SeriesError(s.unique_id, "not fitted here") for s in chunk)
+            out.compile_seconds = 10.0 + i
+            yield i, out
+
+    monkeypatch.setattr(panel_module, "run_local", run_local)
+    y = pd.read_csv(AIRLINE)["y"].to_numpy(dtype=float)[:48]
+    series = [TimeSeries(np.arange(48.0), y + k, unique_id=f"s{k}") for k in range(3)]
+    result = panel_module.fit_panel(load_config(TINY), series, workers=2, notes=True)
+    chunks = len(chunk_series(series, 2))
+    assert result.compile_seconds == sum(10.0 + i for i in range(chunks))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("autogp: compiling in the workers (first run on this machine only; "
+                        f"cache: {where.parent})")
+    assert lines[-1].endswith(f"compiling: {result.compile_seconds:.1f} s summed over the "
+                              "workers")
+
+    # A cache that has seen a fit of this autogp: the workers load, nothing is announced.
+    exported._stamp(where).parent.mkdir(parents=True)
+    exported._stamp(where).touch()
+    panel_module.fit_panel(load_config(TINY), series, workers=2, notes=True)
+    assert capsys.readouterr().err == ""
 
 
 def test_compiling_text_names_the_cache_or_its_absence():

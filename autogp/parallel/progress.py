@@ -70,6 +70,7 @@ class CompilePhase:
         self.shown = False
         self.task: Any = None
         self.total = 0
+        self.workers = False
 
     def _console(self) -> Console:
         return getattr(self.bar, "console", None) or Console(stderr=True, highlight=False)
@@ -96,6 +97,7 @@ class CompilePhase:
 
     def in_workers(self, cache: Path | None) -> None:
         """Workers compile on their first run (the cache at ``cache`` has not seen one)."""
+        self.workers = True
         if self.enabled and not self.shown:
             self._start(compiling_text(cache, " in the workers"), None)
 
@@ -107,8 +109,9 @@ class CompilePhase:
             if not self.total:  # workers compiled: the task had no count
                 self.bar.update(self.task, total=1, completed=1)
             return
-        self._console().print(f"autogp: fitted in {fit_seconds:.1f} s, "
-                              f"{compile_seconds:.1f} s of it compiling",
+        spent = (f"compiling: {compile_seconds:.1f} s summed over the workers" if self.workers
+                 else f"{compile_seconds:.1f} s of it compiling")
+        self._console().print(f"autogp: fitted in {fit_seconds:.1f} s, {spent}",
                               markup=False, soft_wrap=True)
 
 
