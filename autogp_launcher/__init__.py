@@ -1,12 +1,14 @@
 """The ``autogp`` console script: sets XLA's C++ log level, then runs :mod:`autogp.cli.main`.
 
-XLA reads ``TF_CPP_MIN_LOG_LEVEL`` once, when JAX's native library loads (setting it later, or
-``jax_logging_level``, leaves those messages on), and importing anything inside the ``autogp``
-package imports JAX first. So the command line starts here, outside the package, and sets it
-before: on a loaded machine a compile over two minutes otherwise prints XLA's
-``slow_operation_alarm`` block ("Very slow compile? If you want to file a bug ...") at ERROR
-level, which reads as a failure. A value the user set is kept
-(:data:`autogp.parallel.work.QUIET_XLA_ENV` is the setting; worker processes get it too).
+On a loaded machine a compile over two minutes prints XLA's ``slow_operation_alarm`` block
+("Very slow compile? If you want to file a bug ...") at ERROR level, which reads as a failure.
+XLA logs through two paths: one reads ``TF_CPP_MIN_LOG_LEVEL`` once, when JAX's native library
+loads (setting it later, or ``jax_logging_level``, leaves its messages on), and importing
+anything inside the ``autogp`` package imports JAX first; so the command line starts here,
+outside the package, and sets it before. The other, absl's logging (which the alarm was seen to
+use, the variable notwithstanding), takes its level at run time: the command line sets it
+(:func:`autogp.parallel.work.quiet_xla_logs`). A value the user set is kept; worker processes
+get the same (:data:`autogp.parallel.work.QUIET_XLA_ENV`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def quiet_xla_logs() -> None:
 
 
 def main() -> None:
-    """Run the command line with XLA's C++ logging quiet (:func:`quiet_xla_logs`)."""
+    """Run the command line with XLA's C++ logging quiet (:func:`quiet_xla_logs`; the command
+    line then quiets absl's logging too: :func:`autogp.parallel.work.quiet_xla_logs`)."""
     quiet_xla_logs()
     from autogp.cli.main import app
 

@@ -43,6 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see bench_evaluator.py
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before jax, as the autogp command does
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402

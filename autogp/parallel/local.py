@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from autogp.data import TimeSeries
-from autogp.parallel.work import fit_chunk, single_thread_env
+from autogp.parallel.work import fit_chunk, quiet_xla_logs, single_thread_env
 
 
 def map_chunks(
@@ -27,7 +27,8 @@ def map_chunks(
     os.environ.update(worker_env)  # inherited by the spawned workers
     before = set(multiprocessing.active_children())
     context = multiprocessing.get_context("spawn")
-    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
+                                                  initializer=quiet_xla_logs)
     finished = False
     try:
         pending = {pool.submit(fn, chunk, *args): i for i, chunk in enumerate(chunks)}

@@ -53,10 +53,21 @@ QUIET_XLA_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
 def quiet_xla_logs(environ: MutableMapping[str, str] | None = None) -> None:
-    """Add :data:`QUIET_XLA_ENV` to ``environ`` (default ``os.environ``) where not set."""
+    """Add :data:`QUIET_XLA_ENV` to ``environ`` (default ``os.environ``) where not set; in this
+    process, also set the same level on absl's logging, which XLA's slow-compile alarm writes
+    through and which the variable (read by XLA's other logging) does not reach."""
+    here = environ is None
     environ = os.environ if environ is None else environ
     for name, value in QUIET_XLA_ENV.items():
         environ.setdefault(name, value)
+    level = environ.get("TF_CPP_MIN_LOG_LEVEL", "")
+    if here and level.isdigit():
+        try:
+            from jaxlib import utils as jaxlib_utils
+
+            jaxlib_utils.absl_set_min_log_level(min(int(level), 3))
+        except (ImportError, AttributeError):  # another jaxlib: its alarms are not hidden
+            pass
 
 
 def single_thread_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
