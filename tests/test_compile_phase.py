@@ -32,6 +32,7 @@ from autogp.parallel.work import (
     ChunkFits,
     SeriesError,
     chunk_series,
+    quiet_xla_logs,
     single_thread_env,
 )
 
@@ -172,6 +173,23 @@ def test_worker_environment_quiets_xla_unless_the_user_chose_a_level():
     assert single_thread_env({})["TF_CPP_MIN_LOG_LEVEL"] == "3"
     assert single_thread_env({"TF_CPP_MIN_LOG_LEVEL": "0"})["TF_CPP_MIN_LOG_LEVEL"] == "0"
     assert autogp_launcher.QUIET_XLA_ENV == QUIET_XLA_ENV
+
+
+def test_quiet_xla_logs_sets_absl_at_the_chosen_level(monkeypatch):
+    from jaxlib import utils as jaxlib_utils
+
+    levels = []
+    monkeypatch.setattr(jaxlib_utils, "absl_set_min_log_level", levels.append)
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "x")
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
+    quiet_xla_logs()
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3" and levels == [3]
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "1")  # the user's choice
+    quiet_xla_logs()
+    assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "1" and levels == [3, 1]
+    env = {}
+    quiet_xla_logs(env)  # another process's environment: this process's absl is left alone
+    assert env == QUIET_XLA_ENV and levels == [3, 1]
 
 
 def test_chunk_results_carry_their_compile_seconds_through_pickling():
