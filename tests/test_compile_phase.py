@@ -26,6 +26,7 @@ from autogp.config import load_config
 from autogp.data import TimeSeries
 from autogp.inference import exported
 from autogp.parallel import panel as panel_module
+from autogp.parallel.local import map_chunks
 from autogp.parallel.progress import CompilePhase, NoProgress, compiling_text
 from autogp.parallel.work import (
     QUIET_XLA_ENV,
@@ -190,6 +191,20 @@ def test_quiet_xla_logs_sets_absl_at_the_chosen_level(monkeypatch):
     env = {}
     quiet_xla_logs(env)  # another process's environment: this process's absl is left alone
     assert env == QUIET_XLA_ENV and levels == [3, 1]
+
+
+def _log_level_seen_by_a_worker(chunk):
+    import jax  # the worker's JAX starts here, after the pool set the variable
+
+    return os.environ.get("TF_CPP_MIN_LOG_LEVEL"), float(jax.jit(lambda x: x + 1)(1.0))
+
+
+def test_pool_workers_start_jax_with_xla_quiet(monkeypatch):
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "x")
+    monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
+    seen = dict(map_chunks(_log_level_seen_by_a_worker, [[1], [2]], workers=2))
+    assert seen == {0: ("3", 2.0), 1: ("3", 2.0)}
+    assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ  # the caller's environment is restored
 
 
 def test_chunk_results_carry_their_compile_seconds_through_pickling():
