@@ -9,27 +9,41 @@ data units and how many points the 95% interval covers. Then the same for the Au
 configuration (100 synthetic points, 8 particles, 20 rounds, 10 moves per round).
 
     python scripts/bench_smc.py [--json PATH] [--quick | --tiny]
+    python scripts/bench_smc.py --cold-start [--designs a_current ...] [--repeats N] [--json PATH]
+
+``--cold-start`` compares designs of a first run (:data:`DESIGNS`: the current setup, XLA:CPU
+options trading run time for compile time, the persistent cache keeping small programs too, the
+fit's programs compiled one at a time) on the README's airline command and on a 300-point daily
+series: each ``autogp fit`` in a fresh process, from an empty compilation cache and then from
+the cache it filled, with wall seconds, the fit's compile seconds (its summary line), peak
+resident memory (the child's rusage), ratios against the first design, and whether every
+forecast CSV is byte-identical to the first design's.
 
 ``--tiny`` is a smoke test: toy configurations (2 particles, 1 round, 1 move, depth 1) on 30
 airline points with 6 held out and 30 tutorial points; the in-process fits fill a temporary
 compilation cache and only the tutorial fit runs in a fresh process, with that cache (the other
-fresh-process figures are null). Its figures say nothing about speed or accuracy.
+fresh-process figures are null); then the cold-start comparison, on the current design alone,
+on those 30 airline points. Its figures say nothing about speed or accuracy.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see bench_evaluator.py
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before jax, as the autogp command does
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
@@ -214,6 +228,182 @@ def _run(setup: Setup, quick: bool, tiny: bool, cache: str) -> dict:
     return out
 
 
+# ---- cold start: the command line in fresh processes, from an empty and from a warm cache ------
+#: Designs of a cold start, each an environment for the ``autogp fit`` process: (a) the current
+#: setup; (b) XLA:CPU trading run time for compile time; (c) the persistent cache keeping small
+#: programs too; (d) the fit's programs compiled one at a time instead of side by side (the
+#: current setup compiles them in threads: ``autogp.inference.exported.prepare``).
+DESIGNS: dict[str, dict[str, str]] = {
+    "a_current": {},
+    "b_opt_level_0": {"XLA_FLAGS": "--xla_backend_optimization_level=0"},
+    "b_opt_level_1": {"XLA_FLAGS": "--xla_backend_optimization_level=1"},
+    "b_no_expensive_llvm": {"XLA_FLAGS": "--xla_llvm_disable_expensive_passes=true"},
+    "c_cache_small_programs": {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"},
+    "d_one_compile_thread": {"AUTOGP_BENCH_COMPILE_THREADS": "1"},
+}
+TINY_CLI = ["--particles", "2", "--set", "smc.num_rounds=1", "--set", "smc.structure_moves=1",
+            "--set", "grammar.max_depth=1", "--set", "refine.steps=2"]
+_SUMMARY = re.compile(r"fitted .* in ([0-9.]+) s, ([0-9.]+) s of it compiling")
+
+
+def _daily_csv(path: Path, n: int = 300) -> Path:
+    """``n`` synthetic daily points (trend, weekly season, noise; seed 0)."""
+    rng = np.random.default_rng(0)
+    t = np.arange(n)
+    y = 50 + 0.05 * t + 5 * np.sin(2 * np.pi * t / 7) + rng.normal(size=n)
+    ds = pd.date_range("2024-01-01", periods=n, freq="D").strftime("%Y-%m-%d")
+    pd.DataFrame({"ds": ds, "y": y}).to_csv(path, index=False)
+    return path
+
+
+def _cases(work: Path, tiny: bool) -> dict[str, list[str]]:
+    """The commands timed: the README's airline command and a 300-point daily series."""
+    if tiny:
+        head = work / "airline_tiny.csv"
+        _airline().iloc[:TINY_TRAIN].to_csv(head, index=False)
+        return {"airline_tiny": ["fit", str(head), "--horizon", "3", *TINY_CLI]}
+    return {
+        "airline_readme": ["fit", str(AIRLINE), "--horizon", "18", "--plot",
+                           str(work / "forecast.png")],
+        "daily_300": ["fit", str(_daily_csv(work / "daily.csv")), "--horizon", "14"],
+    }
+
+
+def _cli_process(args: list[str], design: str, cache: Path, forecast: Path,
+                 cores: list[int] | None = None) -> dict:
+    """One ``autogp`` run in a fresh process under ``design`` with the compilation cache
+    ``cache``: its wall seconds, the fit's seconds and compile seconds (its summary line),
+    whether it showed the compiling phase, its peak resident memory (the child's rusage) and
+    the sha256 of its forecast CSV."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XLA_FLAGS", "AUTOGP_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR",
+                        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
+    env.update(DESIGNS[design], AUTOGP_CACHE_DIR=str(cache), OPENBLAS_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]))
+    with tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CLI_CHILD, *args, "--output", str(forecast)], env=env,
+            stdout=subprocess.DEVNULL, stderr=err,
+            preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, cores))
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read()
+    if proc.returncode != 0:
+        raise RuntimeError(f"autogp {' '.join(args)} under {design} failed:\n{text[-3000:]}")
+    found = _SUMMARY.search(text)
+    return {
+        "wall_s": wall,
+        "fit_s": float(found.group(1)) if found else None,
+        "compile_s": float(found.group(2)) if found else None,
+        "compiling_shown": "compiling (first run on this machine only" in text,
+        "alarm_shown": "Very slow compile" in text,
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "forecast_sha256": hashlib.sha256(forecast.read_bytes()).hexdigest(),
+    }
+
+
+#: The child process of :func:`_cli_process`: the ``autogp`` console script
+#: (``autogp_launcher``), with design d's single compile thread.
+_CLI_CHILD = """
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+threads = os.environ.get("AUTOGP_BENCH_COMPILE_THREADS")
+if threads:
+    from concurrent.futures import ThreadPoolExecutor
+    from autogp.inference import exported
+    exported._compile_pool = ThreadPoolExecutor(int(threads))
+sys.argv = ["autogp", *sys.argv[1:]]
+from autogp_launcher import main
+main()
+"""
+
+
+def cold_start(designs: list[str], tiny: bool, repeats: int = 1, pinned: int = 0,
+               cases: list[str] | None = None) -> dict:
+    """Every case under every design, cold (an empty cache) then warm (the cache the cold run
+    filled), designs interleaved so that a change in the machine's load spreads over all.
+    ``pinned`` > 0: the designs of a case run at the same time, each on its own ``pinned``
+    cores (``sched_setaffinity``), on a machine with enough of them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        commands = {k: v for k, v in _cases(work, tiny).items() if not cases or k in cases}
+        runs = {case: {d: [] for d in designs} for case in commands}
+
+        def one(case: str, design: str, r: int, cores: list[int] | None) -> None:
+            cache = work / f"cache-{case}-{design}-{r}"
+            out = work / f"{case}-{design}-{r}"
+            cold = _cli_process(commands[case], design, cache, out.with_suffix(".cold.csv"),
+                                cores)
+            warm = _cli_process(commands[case], design, cache, out.with_suffix(".warm.csv"),
+                                cores)
+            runs[case][design].append({"cold": cold, "warm": warm})
+            print(f"  {case} {design}: {json.dumps({'cold': cold, 'warm': warm})}",
+                  file=sys.stderr, flush=True)  # every figure, should the run be cut short
+
+        for r in range(repeats):
+            for case in commands:
+                if not pinned:
+                    for design in designs:
+                        one(case, design, r, None)
+                    continue
+                with ThreadPoolExecutor(len(designs)) as pool:
+                    jobs = [pool.submit(one, case, design, r,
+                                        list(range(i * pinned, (i + 1) * pinned)))
+                            for i, design in enumerate(designs)]
+                    for job in jobs:
+                        job.result()
+    return {"designs": {d: DESIGNS[d] for d in designs}, "runs": runs, "pinned_cores": pinned,
+            "summary": _cold_summary(runs, designs[0])}
+
+
+def _cold_summary(runs: dict, reference: str) -> dict:
+    """Per case and design: median figures over repeats, ratios against ``reference``, and
+    whether every forecast equals the reference's byte for byte."""
+    out: dict = {}
+    for case, by_design in runs.items():
+        ref_sha = by_design[reference][0]["cold"]["forecast_sha256"]
+        rows = {}
+        for design, reps in by_design.items():
+            row = {}
+            for when in ("cold", "warm"):
+                for name in ("wall_s", "fit_s", "compile_s", "peak_rss_mb"):
+                    values = [rep[when][name] for rep in reps if rep[when][name] is not None]
+                    row[f"{when}_{name}"] = float(np.median(values)) if values else None
+            row["identical_forecasts"] = all(rep[w]["forecast_sha256"] == ref_sha
+                                             for rep in reps for w in ("cold", "warm"))
+            row["compiling_shown_cold"] = all(rep["cold"]["compiling_shown"] for rep in reps)
+            row["compiling_shown_warm"] = any(rep["warm"]["compiling_shown"] for rep in reps)
+            rows[design] = row
+        base = rows[reference]
+        for row in rows.values():
+            for when in ("cold", "warm"):
+                row[f"{when}_wall_ratio"] = row[f"{when}_wall_s"] / base[f"{when}_wall_s"]
+        out[case] = rows
+    return out
+
+
+def print_cold_summary(summary: dict) -> None:
+    print("cold start: autogp fit in fresh processes; cold = empty compilation cache, warm = "
+          "the cache the cold run filled; ratio = wall / a_current's; same = forecast CSV "
+          "byte-identical to a_current's")
+    header = (f"  {'design':24s} {'cold wall':>9s} {'compile':>7s} {'ratio':>5s} "
+              f"{'warm wall':>9s} {'compile':>7s} {'ratio':>5s} {'peak RSS':>8s} same")
+    for case, rows in summary.items():
+        print(case)
+        print(header)
+        for design, r in rows.items():
+            def num(v, fmt):
+                return format(v, fmt) if v is not None else "?"
+            print(f"  {design:24s} {num(r['cold_wall_s'], '9.1f')} "
+                  f"{num(r['cold_compile_s'], '7.1f')} {r['cold_wall_ratio']:5.2f} "
+                  f"{num(r['warm_wall_s'], '9.1f')} {num(r['warm_compile_s'], '7.1f')} "
+                  f"{r['warm_wall_ratio']:5.2f} {num(r['cold_peak_rss_mb'], '6.0f')}MB "
+                  f"{'yes' if r['identical_forecasts'] else 'NO'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
@@ -221,12 +411,37 @@ def main() -> None:
     parser.add_argument(
         "--tiny", action="store_true", help="smoke test on toy configurations (see above)"
     )
+    parser.add_argument("--cold-start", action="store_true",
+                        help="only the cold-start designs, side by side (see above)")
+    parser.add_argument("--designs", nargs="+", choices=list(DESIGNS), default=list(DESIGNS),
+                        help="cold-start designs to compare (the first is the reference)")
+    parser.add_argument("--repeats", type=int, default=1, help="cold-start runs per design")
+    parser.add_argument("--pinned", type=int, default=0, metavar="CORES",
+                        help="cold-start designs at once, each on its own CORES cores")
+    parser.add_argument("--cases", nargs="+", choices=["airline_readme", "daily_300"],
+                        default=None, help="cold-start commands (default: both)")
     parser.add_argument("--fit-once", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.fit_once:
         _fit_once(args.fit_once, TINY if args.tiny else FULL)
         return
+    if args.cold_start:
+        res = {"machine": f"{platform.machine()} cpus={os.cpu_count()}", "jax": jax.__version__,
+               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "load_average_before": os.getloadavg(),
+               "cold_start": cold_start(args.designs, args.tiny, args.repeats, args.pinned,
+                                        args.cases)}
+        res["load_average_after"] = os.getloadavg()
+        print(f"machine: {res['machine']}  jax {res['jax']}  {res['date']}  load average "
+              f"{res['load_average_before'][0]:.1f} before, {res['load_average_after'][0]:.1f} "
+              f"after")
+        print_cold_summary(res["cold_start"]["summary"])
+        if args.json:
+            args.json.write_text(json.dumps(res, indent=2, default=str))
+        return
     res = run(args.quick, args.tiny)
+    if args.tiny:  # the cold-start comparison's machinery, on the reference design alone
+        res["cold_start"] = cold_start(["a_current"], tiny=True)
     print(f"machine: {res['machine']}  jax {res['jax']}  {res['date']}")
     if args.tiny:
         print("TINY smoke run: toy configurations, the figures mean nothing")
@@ -277,6 +492,8 @@ def main() -> None:
     if empty is not None:
         print(f"  first fit with an empty compilation cache (the command line's first run) "
               f"{empty:.2f} s")
+    if "cold_start" in res:
+        print_cold_summary(res["cold_start"]["summary"])
     if args.json:
         args.json.write_text(json.dumps(res, indent=2, default=str))
 

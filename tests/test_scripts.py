@@ -249,6 +249,15 @@ def check_bench_smc(tmp: Path, output: str, _facts) -> None:
     weights = [row["weight"] for row in res["top_structures"]]
     assert 0 < sum(weights) <= 1 + 1e-9
     assert "TINY smoke run" in output
+    # The cold-start comparison on its reference design: an empty cache compiles (and says
+    # so), the warm run it filled does not, and both forecast the same bytes.
+    row = res["cold_start"]["summary"]["airline_tiny"]["a_current"]
+    assert row["compiling_shown_cold"] and not row["compiling_shown_warm"]
+    assert row["identical_forecasts"]
+    assert 0 < row["cold_compile_s"] <= row["cold_fit_s"] < row["cold_wall_s"]
+    assert row["cold_wall_ratio"] == row["warm_wall_ratio"] == 1.0
+    assert row["cold_peak_rss_mb"] > 50
+    assert "cold start: autogp fit in fresh processes" in output
 
 
 def _markdown_row(report: str, first_cell: str) -> dict[str, str]:

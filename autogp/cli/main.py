@@ -144,6 +144,9 @@ def main(
     ] = False,
 ) -> None:
     """Automatic Gaussian-process forecasting (autogp)."""
+    from autogp.parallel.work import quiet_xla_logs
+
+    quiet_xla_logs()  # before JAX starts its backend: XLA's slow-compile alarms stay quiet
     enable_compilation_cache()
 
 
@@ -232,6 +235,14 @@ def _note(console: Console, text: str) -> None:
 
 def _levels(level: list[float] | None, config_levels: tuple[float, ...]) -> list[float]:
     return list(level) if level else list(config_levels)
+
+
+def fit_time(seconds: float, compiling: float) -> str:
+    """A fit's time and how much of it was compiling (worker processes compile at the same
+    time, so their sum can exceed the wall time)."""
+    if compiling <= seconds:
+        return f"{seconds:.1f} s, {compiling:.1f} s of it compiling"
+    return f"{seconds:.1f} s (compiling: {compiling:.1f} s summed over the workers)"
 
 
 def check_fit_only(**flags: Any) -> None:
@@ -346,7 +357,8 @@ def fit(
         _note(
             err,
             f"fitted {len(model.unique_ids)} series ({n} observations, "
-            f"{model.config.smc.num_particles} particles) in {time.perf_counter() - started:.1f} s",
+            f"{model.config.smc.num_particles} particles) in "
+            f"{fit_time(time.perf_counter() - started, model.compile_seconds)}",
         )
     if not fit_only:
         levels = _levels(level, model.config.forecast.levels) if not quantile or level else []

@@ -57,7 +57,8 @@ class AutoGP(RevisedData):
         log_transform: True fits ``log(y)`` (``data.transform = "log"``), False the raw values
             (``"none"``); default: the config's ``data.transform`` ("auto": chosen per series).
         overrides: further dotted config keys, e.g. ``{"refine.steps": 20}``.
-        progress: show a progress bar on stderr (default: only for panels of several series).
+        progress: show a progress bar on stderr (default: only for panels of several series;
+            a first run's compilation is shown unless ``progress=False``).
 
     Example::
 
@@ -95,6 +96,8 @@ class AutoGP(RevisedData):
         self._fits: dict[str, Posterior] = {}
         # Series of the last panel fit that could not be fitted: id -> message.
         self.errors: dict[str, str] = {}
+        # Seconds the last fit spent compiling (summed over worker processes).
+        self.compile_seconds = 0.0
 
     # -- basics -------------------------------------------------------------------------------
     @property
@@ -210,7 +213,9 @@ class AutoGP(RevisedData):
             resume=resume,
             on_chunk=on_chunk,
             progress=show,
+            notes=self.progress is not False,
         )
+        self.compile_seconds = result.compile_seconds
         errors = {**read_errors, **result.errors}
         order = [s.unique_id for s in all_series]
         self._fits = {u: result.fits[u] for u in order if u in result.fits}

@@ -23,10 +23,17 @@ shapes and dtypes, the platform, the versions of jax and jaxlib, and autogp's ow
 edited or upgraded package never reuses a stale program. A missing, unreadable or corrupt file is
 exported afresh; where the file cannot be written, this process still runs the exported program
 from memory.
+
+A first run says so: :func:`prepare` tells the listeners of :func:`on_compiling` when it
+compiles programs that have no exported file on disk (the command line and ``AutoGP.fit`` show
+that as their compiling phase), :func:`cache_is_cold` says whether a cache has seen a fit of this
+autogp and JAX at all (a panel's parent asks it for its workers), and :func:`compile_seconds`
+counts the time the fitting threads lost to compilation (a fit's summary line reports it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -34,7 +41,9 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -54,14 +63,27 @@ _loaded: dict[str, Callable | Future] = {}
 _jitted: dict[tuple[Callable, int], Callable] = {}
 _jitted_keys: set[str] = set()
 _compile_pool: ThreadPoolExecutor | None = None
+#: Seconds the calling threads have waited for compilation (:func:`compile_seconds`).
+_waited = [0.0]
+_waited_lock = threading.Lock()
+#: Who is told when a fit starts compiling programs that no cache holds (:func:`on_compiling`).
+_listeners: list[Callable[[Compiling], None]] = []
 
 
 def _pool() -> ThreadPoolExecutor:
     global _compile_pool
     if _compile_pool is None:
-        _compile_pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1,
+        _compile_pool = ThreadPoolExecutor(max_workers=_usable_cores(),
                                            thread_name_prefix="autogp-compile")
     return _compile_pool
+
+
+def _usable_cores() -> int:
+    """The cores this process may run on (its affinity), else the machine's."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _after_fork_in_child() -> None:
@@ -140,6 +162,61 @@ def _compared_fields(obj: Any) -> Any:
     return obj
 
 
+class Compiling(NamedTuple):
+    """A fit starts compiling ``programs`` programs that neither this process nor the cache on
+    disk holds; ``cache`` is where they will be kept (None: in this process only). A listener
+    may add callbacks to ``on_each_done``: each is called (in a compile thread) as each of these
+    programs finishes compiling."""
+
+    programs: int
+    cache: Path | None
+    on_each_done: list[Callable[[], None]]
+
+    def _done(self, _future: Future) -> None:
+        for callback in list(self.on_each_done):
+            callback()
+
+
+@contextlib.contextmanager
+def on_compiling(listener: Callable[[Compiling], None]) -> Iterator[None]:
+    """Call ``listener`` (in the calling thread) whenever :func:`prepare` starts compiling
+    programs from scratch, inside the block."""
+    _listeners.append(listener)
+    try:
+        yield
+    finally:
+        _listeners.remove(listener)
+
+
+def compile_seconds() -> float:
+    """Seconds the threads that fit have spent on compilation in this process so far: tracing,
+    lowering or loading exported programs, waiting for the compile threads, and the first call
+    of each plain ``jax.jit`` program (its compilation and one run). Programs compile while
+    earlier rounds run, so this is the fit's wall time lost to compiling, not the compile
+    threads' total. A fit reads the difference before and after."""
+    return _waited[0]
+
+
+@contextlib.contextmanager
+def _compiling_time() -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        with _waited_lock:
+            _waited[0] += time.perf_counter() - start
+
+
+def cache_is_cold(where: Path | None) -> bool:
+    """Whether no fit of this autogp (its source) and JAX has kept programs under ``where``
+    yet (True where there is no cache): a first run on this machine."""
+    return where is None or not _stamp(where).exists()
+
+
+def _stamp(where: Path) -> Path:
+    return where / f"seen-{_source_hash()[:16]}-jax{jax.__version__}"
+
+
 class Program(NamedTuple):
     """One program to prepare: ``fn(*static, *args)`` named ``name`` (see :func:`call`)."""
 
@@ -158,8 +235,13 @@ def call_jitted(program: Program, out_treedef: Any) -> Any:
     n = len(program.static)
     if (program.fn, n) not in _jitted:
         _jitted[program.fn, n] = jax.jit(program.fn, static_argnums=tuple(range(n)))
-    _jitted_keys.add(program_key(program.name, program.static, program.args))
-    out = _jitted[program.fn, n](*program.static, *program.args)
+    key = program_key(program.name, program.static, program.args)
+    first = key not in _jitted_keys
+    _jitted_keys.add(key)
+    with _compiling_time() if first else contextlib.nullcontext():
+        out = _jitted[program.fn, n](*program.static, *program.args)
+        if first:
+            out = jax.block_until_ready(out)
     return jax.tree_util.tree_unflatten(out_treedef, jax.tree_util.tree_leaves(out))
 
 
@@ -191,7 +273,8 @@ def _compiled(key: str) -> Callable:
     program = _loaded[key]
     if isinstance(program, Future):
         try:
-            program = program.result()
+            with _compiling_time() if not program.done() else contextlib.nullcontext():
+                program = program.result()
         except BaseException:
             _loaded.pop(key, None)
             raise
@@ -205,17 +288,32 @@ def prepare(where: Path | None, programs: Sequence[Program]) -> None:
     from the persistent cache, outside the GIL, so a fit that needs several programs (its
     initial particles, one round per round size) waits for the slowest rather than for the sum,
     and its first rounds run while the programs of later, larger rounds still compile.
-    :func:`call` waits for a program that is not ready. Export (tracing) stays serial."""
+    :func:`call` waits for a program that is not ready. Export (tracing) stays serial.
+
+    Programs with no exported file under ``where`` (all of them where ``where`` is None) are
+    compiled from scratch: the listeners of :func:`on_compiling` are told, with their futures.
+    """
+    new = {}
     for program in programs:
         key = program_key(program.name, program.static, program.args)
-        if key in _loaded:
-            continue
-        exported = _export(where, program, key)
-        # Lower here, compile in a thread: JAX's configuration (x64 above all) can be a
-        # thread-local context, which the compile threads would not see; compiling a lowered
-        # program does not read it.
-        lowered = jax.jit(exported.call).lower(*jax.tree_util.tree_leaves(shapes(program.args)))
-        _loaded[key] = _pool().submit(lowered.compile)
+        if key not in _loaded:
+            new.setdefault(key, program)
+    fresh = {key for key in new if where is None or not (where / f"{key}.bin").is_file()}
+    notice = Compiling(len(fresh), where, [])
+    if fresh:
+        for listener in list(_listeners):
+            listener(notice)
+    with _compiling_time() if new else contextlib.nullcontext():
+        for key, program in new.items():
+            exported = _export(where, program, key)
+            # Lower here, compile in a thread: JAX's configuration (x64 above all) can be a
+            # thread-local context, which the compile threads would not see; compiling a
+            # lowered program does not read it.
+            lowered = jax.jit(exported.call).lower(
+                *jax.tree_util.tree_leaves(shapes(program.args)))
+            _loaded[key] = _pool().submit(lowered.compile)
+            if key in fresh:
+                _loaded[key].add_done_callback(notice._done)
 
 
 def forget() -> None:
@@ -278,9 +376,11 @@ def _write_atomically(path: Path, exported: Any) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
         os.replace(tmp, path)
+        _stamp(path.parent).touch()
     except (OSError, ImportError):
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["Program", "call", "call_jitted", "directory", "enabled", "forget", "prepare",
-           "program_key", "programs", "shapes", "static_digest"]
+__all__ = ["Compiling", "Program", "cache_is_cold", "call", "call_jitted", "compile_seconds",
+           "directory", "enabled", "forget", "on_compiling", "prepare", "program_key",
+           "programs", "shapes", "static_digest"]

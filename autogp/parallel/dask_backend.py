@@ -24,7 +24,12 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from autogp.config import ConfigError
 from autogp.data import TimeSeries
-from autogp.parallel.work import compilation_cache_root, fit_chunk, single_thread_env
+from autogp.parallel.work import (
+    compilation_cache_root,
+    fit_chunk,
+    quiet_xla_logs,
+    single_thread_env,
+)
 
 
 def worker_cache_dir(worker_name: str) -> Path | None:
@@ -48,6 +53,7 @@ class AutoGPWorkerSetup(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         os.environ.update(single_thread_env())
+        quiet_xla_logs()
         where = worker_cache_dir(worker.name)
         if where is None:
             return

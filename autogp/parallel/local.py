@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from autogp.data import TimeSeries
-from autogp.parallel.work import SINGLE_THREAD_ENV, fit_chunk, single_thread_env
+from autogp.parallel.work import fit_chunk, quiet_xla_logs, single_thread_env
 
 
 def map_chunks(
@@ -22,11 +22,13 @@ def map_chunks(
     If the caller stops early (an error, Ctrl-C), chunks not started are cancelled and the
     worker processes are ended, so only the chunks in flight are lost.
     """
-    saved = {k: os.environ.get(k) for k in SINGLE_THREAD_ENV}
-    os.environ.update(single_thread_env())  # inherited by the spawned workers
+    worker_env = single_thread_env()
+    saved = {k: os.environ.get(k) for k in worker_env}
+    os.environ.update(worker_env)  # inherited by the spawned workers
     before = set(multiprocessing.active_children())
     context = multiprocessing.get_context("spawn")
-    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context)
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
+                                                  initializer=quiet_xla_logs)
     finished = False
     try:
         pending = {pool.submit(fn, chunk, *args): i for i, chunk in enumerate(chunks)}

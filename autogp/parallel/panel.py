@@ -14,6 +14,7 @@ and Dask workers; the cause is not known yet).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +22,10 @@ from typing import Any
 
 from autogp.config import Config, ConfigError
 from autogp.data import TimeSeries
+from autogp.inference import exported
 from autogp.inference.posterior import Posterior
 from autogp.parallel.local import run_local
-from autogp.parallel.progress import progress_bar
+from autogp.parallel.progress import CompilePhase, progress_bar
 from autogp.parallel.resume import ResumeStore
 from autogp.parallel.work import SeriesError, chunk_series, error_message, fit_series
 
@@ -32,12 +34,15 @@ BACKENDS = ("local", "dask")
 
 @dataclass
 class PanelFit:
-    """The outcome of :func:`fit_panel`: fits and error messages by series id, and the ids
-    loaded from the resume folder instead of being fitted."""
+    """The outcome of :func:`fit_panel`: fits and error messages by series id, the ids
+    loaded from the resume folder instead of being fitted, and the seconds spent compiling
+    (:func:`autogp.inference.exported.compile_seconds`; summed over worker processes, which
+    compile at the same time)."""
 
     fits: dict[str, Posterior] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
+    compile_seconds: float = 0.0
 
 
 def resolve_workers(configured: int) -> int:
@@ -62,6 +67,7 @@ def fit_panel(
     resume: str | Path | None = None,
     on_chunk: Callable[[list[str]], None] | None = None,
     progress: bool = False,
+    notes: bool | None = None,
 ) -> PanelFit:
     """Fit every series of ``all_series`` under ``config``.
 
@@ -75,6 +81,8 @@ def fit_panel(
         resume: a folder for finished chunks (see :mod:`autogp.parallel.resume`).
         on_chunk: called with the ids of each finished (and saved) chunk.
         progress: a progress bar on stderr.
+        notes: show a first run's compilation as its own phase (:class:`CompilePhase`: in the
+            bar, or as lines on stderr without one); default ``progress``.
 
     In a panel a series that fails is recorded in ``errors`` and the others are fitted; a
     single series' error is raised. Ctrl-C stops the run after saving nothing half-done.
@@ -96,11 +104,14 @@ def fit_panel(
         out.resumed = [s.unique_id for s in all_series if s.unique_id in out.fits]
     todo = [s for s in all_series if s.unique_id not in out.fits]
 
+    started = time.perf_counter()
     with progress_bar(progress) as bar:
+        phase = CompilePhase(bar, progress if notes is None else notes)
         overall = (bar.add_task("series", total=len(all_series), completed=len(out.resumed))
                    if panel else None)
 
         def finish(results: list[Posterior | SeriesError]) -> None:
+            out.compile_seconds += getattr(results, "compile_seconds", 0.0)
             fits = [r for r in results if isinstance(r, Posterior)]
             if store is not None:
                 store.save(fits, inputs)
@@ -117,8 +128,14 @@ def fit_panel(
         if not todo:
             pass  # everything was loaded from the resume folder
         elif backend == "local" and min(workers, len(todo)) <= 1:
-            _fit_here(todo, config, panel, bar, finish)
+            before = exported.compile_seconds()
+            with exported.on_compiling(phase):
+                _fit_here(todo, config, panel, bar, finish)
+            out.compile_seconds = exported.compile_seconds() - before
         else:
+            if exported.cache_is_cold(exported.directory()):
+                phase.in_workers(None if exported.directory() is None
+                                 else exported.directory().parent)
             chunks = chunk_series(todo, workers)
             if backend == "local":
                 done = run_local(chunks, config_dict, panel=panel, workers=workers)
@@ -127,6 +144,7 @@ def fit_panel(
                                       scheduler=scheduler, client=client)
             for _, results in done:
                 finish(results)
+        phase.finish(time.perf_counter() - started, out.compile_seconds)
     return out
 
 

@@ -8,13 +8,14 @@ its fit does not depend on how the panel is partitioned, in which order or on wh
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from autogp._x64 import x64
 from autogp.config import Config, load_config
 from autogp.data import DataError, TimeSeries
+from autogp.inference import exported
 from autogp.inference.posterior import Posterior
 from autogp.pipeline.fitting import fit_series_posterior
 
@@ -42,14 +43,42 @@ SINGLE_THREAD_ENV = {
     "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
 }
 
+#: XLA's C++ log messages below FATAL stay off the terminal in processes autogp starts or owns
+#: (the command line, panel workers): on a loaded machine a compile over two minutes prints a
+#: ``slow_operation_alarm`` block ("Very slow compile? If you want to file a bug ...") at ERROR
+#: level, which reads as a failure. Real errors still reach the user as Python exceptions. Read
+#: by XLA when its backend starts (and by absl's logging when it first logs), so it must be set
+#: before then; a value the user set is kept.
+QUIET_XLA_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def quiet_xla_logs(environ: MutableMapping[str, str] | None = None) -> None:
+    """Add :data:`QUIET_XLA_ENV` to ``environ`` (default ``os.environ``) where not set; in this
+    process, also set the same level on absl's logging, which XLA's slow-compile alarm writes
+    through and which the variable (read by XLA's other logging) does not reach."""
+    here = environ is None
+    environ = os.environ if environ is None else environ
+    for name, value in QUIET_XLA_ENV.items():
+        environ.setdefault(name, value)
+    level = environ.get("TF_CPP_MIN_LOG_LEVEL", "")
+    if here and level.isdigit():
+        try:
+            from jaxlib import utils as jaxlib_utils
+
+            jaxlib_utils.absl_set_min_log_level(min(int(level), 3))
+        except (ImportError, AttributeError):  # another jaxlib: its alarms are not hidden
+            pass
+
 
 def single_thread_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """:data:`SINGLE_THREAD_ENV` for a worker started from ``environ`` (default
-    ``os.environ``): XLA flags already set there are kept and the single-thread flag is added
-    to them, so a caller's own flags (device count, dumps, optimisation level) reach the
-    workers too."""
+    """:data:`SINGLE_THREAD_ENV` and :data:`QUIET_XLA_ENV` for a worker started from
+    ``environ`` (default ``os.environ``; a log level set there is kept): XLA flags already
+    set there are kept and the single-thread flag is added to them, so a caller's own flags
+    (device count, dumps, optimisation level) reach the workers too."""
     environ = os.environ if environ is None else environ
     env = dict(SINGLE_THREAD_ENV)
+    for name, value in QUIET_XLA_ENV.items():
+        env[name] = environ.get(name, value)
     flags = environ.get("XLA_FLAGS", "").split()
     wanted = SINGLE_THREAD_ENV["XLA_FLAGS"]
     name = wanted.split("=")[0]
@@ -87,18 +116,27 @@ def fit_series(
         return fit_series_posterior(series, _as_config(config), panel=panel, callback=callback)
 
 
+class ChunkFits(list):
+    """The fits (and errors) of a chunk, in its order, and the seconds the worker spent
+    compiling for them (``compile_seconds``)."""
+
+    compile_seconds: float = 0.0
+
+
 def fit_chunk(
     chunk: Sequence[TimeSeries], config: Mapping[str, Any], panel: bool = True
-) -> list[Posterior | SeriesError]:
+) -> ChunkFits:
     """Fit ``chunk`` one series after another; a series that fails gives a :class:`SeriesError`
     (its id and the message) and the others are still fitted."""
     cfg = _as_config(config)
-    out: list[Posterior | SeriesError] = []
+    out = ChunkFits()
+    before = exported.compile_seconds()
     for series in chunk:
         try:
             out.append(fit_series(series, cfg, panel=panel))
         except Exception as exc:  # noqa: BLE001 - one bad series must not stop the panel
             out.append(SeriesError(series.unique_id, error_message(exc)))
+    out.compile_seconds = exported.compile_seconds() - before
     return out
 
 
@@ -128,7 +166,10 @@ def chunk_series(series: Sequence[TimeSeries], workers: int) -> list[list[TimeSe
 
 
 __all__ = [
+    "QUIET_XLA_ENV",
     "SINGLE_THREAD_ENV",
+    "ChunkFits",
+    "quiet_xla_logs",
     "single_thread_env",
     "SeriesError",
     "chunk_series",

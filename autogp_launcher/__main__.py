@@ -1,0 +1,5 @@
+"""``python -m autogp_launcher``: the ``autogp`` command."""
+
+from autogp_launcher import main
+
+main()
