@@ -177,6 +177,13 @@ class SMCSettings:
     period_proposal: float = setting(
         0.5, "share of new PER periods drawn near the periodogram's peaks (exact MH; 0: prior "
         "only)", lo=0.0, hi=0.99)
+    # A short seasonal series' posterior sits on trees with a PER term at its season, which the
+    # prior reaches rarely; these particles start there, with importance weights p / Q.
+    seasonal_start: float = setting(
+        0.25, "share of the initial particles drawn as 'S + PER' with the PER period at the "
+        "periodogram's peaks or calendar seasons, on series that have them (exact: importance "
+        "weights prior / proposal; needs period_proposal > 0; 0: every initial particle from "
+        "the prior)", lo=0.0, hi=0.99)
     period_peaks: int = setting(
         3, "periodogram peaks the period proposal uses", lo=1, hi=20, in_programs=False)
     period_spread: float = setting(
