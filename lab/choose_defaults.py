@@ -122,9 +122,9 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # Each mode weighed by its one-step-ahead predictive log density over the second half of
     # the window at its parameters: deterministic, like the SMC's incremental weights.
     "weights=prequential": {"smc.structure_weights": "prequential"},
-    # The initial particles all from the prior (with the period proposal), as before
-    # smc.seasonal_start; or half of them as S + PER at the periodogram/calendar period.
-    "seasonal_start=0": {"smc.seasonal_start": 0.0},
+    # A quarter (half) of the initial particles drawn as S + PER at the periodogram's or the
+    # calendar's period, with importance weights (smc.seasonal_start; the defaults: none).
+    "seasonal_start=0.25": {"smc.seasonal_start": 0.25},
     "seasonal_start=0.5": {"smc.seasonal_start": 0.5},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).

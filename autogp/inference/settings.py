@@ -178,9 +178,12 @@ class SMCSettings:
         0.5, "share of new PER periods drawn near the periodogram's peaks (exact MH; 0: prior "
         "only)", lo=0.0, hi=0.99)
     # A short seasonal series' posterior sits on trees with a PER term at its season, which the
-    # prior reaches rarely; these particles start there, with importance weights p / Q.
+    # prior reaches rarely; these particles start there, with importance weights p / Q. Off by
+    # default: on 19 M3 quarterly training windows it changed little (the weights give the
+    # seasonal particles the prior's mass, and the first round's few points rarely keep them;
+    # benchmarks/choose_defaults/seasonal_search).
     seasonal_start: float = setting(
-        0.25, "share of the initial particles drawn as 'S + PER' with the PER period at the "
+        0.0, "share of the initial particles drawn as 'S + PER' with the PER period at the "
         "periodogram's peaks or calendar seasons, on series that have them (exact: importance "
         "weights prior / proposal; needs period_proposal > 0; 0: every initial particle from "
         "the prior)", lo=0.0, hi=0.99)
