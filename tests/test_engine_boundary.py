@@ -96,6 +96,7 @@ NON_DEFAULT = {
         "mode": "hmc", "optimizer": "sgd", "steps": 7, "late_steps": 3, "late_from": 11,
         "learning_rate": 0.2, "hmc_step_size": 0.01, "hmc_leapfrog_steps": 3, "hmc_steps": 2,
         "learn_noise": False, "posterior_draws": 3, "probes": 4, "probes_from": 64,
+        "period_step": 0.5,
     },
 }
 

@@ -102,6 +102,12 @@ class RefineSettings:
         0.05, "HMC leapfrog step size", lo=0.0, hi=10.0, lo_open=True)
     hmc_leapfrog_steps: int = setting(10, "leapfrog steps per HMC proposal", lo=1, hi=1000)
     hmc_steps: int = setting(10, "HMC proposals per refinement", lo=0, hi=100_000)
+    # The likelihood's modes in a PER period are a few percent wide; Adam's first steps move
+    # every coordinate by about learning_rate, and can carry the period out of its mode before
+    # the amplitude and length scale have adapted (benchmarks/choose_defaults/seasonal_search).
+    period_step: float = setting(
+        1.0, "the optimiser's step for PER periods, as a fraction of its step for the other "
+        "parameters (1: the same)", lo=0.0, hi=1.0)
     learn_noise: bool = setting(True, "refine the observation noise too")
     posterior_draws: int = setting(
         0, "after the last round, replace each particle by this many HMC draws of its "

@@ -3,10 +3,14 @@ TRAINING rows (normalised as the defaults fit it) from several starting periods,
 end point's period, log likelihood and log priors.
 
     PYTHONPATH=. python benchmarks/choose_defaults/seasonal_search/refine_probe.py N722 N1104
+    PERIOD_STEP=0.2 STRUCTURES="LIN + PER;LIN * LIN + PER" STEPS=50 python ... N722
+
+(PERIOD_STEP: refine.period_step, the optimiser's step for PER periods as a fraction.)
 """
 from __future__ import annotations
 
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -30,9 +34,11 @@ from autogp.kernels import pack, parse, spec  # noqa: E402
 from autogp.pipeline.fitting import fitting_window, series_scaler  # noqa: E402
 
 PERIOD = spec.PARAM_NAMES[spec.PER].index("period")
-STRUCTURES = ("LIN + BM", "LIN * LIN", "LIN + PER", "LIN * LIN + PER")
+STRUCTURES = tuple(os.environ.get("STRUCTURES", "LIN + BM;LIN * LIN;LIN + PER;LIN * LIN + PER")
+                   .split(";"))
 STARTS = (2.0, 3.6, 4.0, 4.4, 5.0, 8.0)  # starting periods in quarters
-STEPS = (50, 300)
+STEPS = tuple(int(v) for v in os.environ.get("STEPS", "50,300").split(","))
+PERIOD_STEP = float(os.environ.get("PERIOD_STEP", "1"))
 
 
 @with_x64
@@ -45,7 +51,7 @@ def probe(uid: str) -> None:
     y = jnp.asarray(scaler.forward_y(series.y))
     grammar, settings = engine_settings(config)
     q = scaler.time_scale  # quarters per normalised unit
-    print(f"== {uid}: n={series.n}, transform {scaler.units}")
+    print(f"== {uid}: n={series.n}, transform {scaler.units}, period_step {PERIOD_STEP}")
     print(f"{'structure':18s} {'start':>5s} {'steps':>5s} {'end period':>10s} {'logp_T':>7s} "
           f"{'logp_th':>7s} {'logp_n':>7s} {'loglik':>7s} {'log joint':>9s}", flush=True)
     for text in STRUCTURES:
@@ -64,7 +70,8 @@ def probe(uid: str) -> None:
         post = rejuvenation.log_posterior_fn(grammar, loglik, ops)
         for steps in STEPS:
             r = refine.optimize(post, ops, params, noise, steps=steps,
-                                optimizer=refine.make_optimizer("adam", 0.05))
+                                optimizer=refine.make_optimizer("adam", 0.05),
+                                period_step=PERIOD_STEP)
             ll = np.asarray(log_marginal_likelihood(ops, r.params, r.noise, x, y))
             lpp = np.asarray(gr.log_prior_params(grammar, ops, r.params))
             lpn = np.asarray(gr.log_prior_noise(grammar, r.noise))
