@@ -122,6 +122,18 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # Each mode weighed by its one-step-ahead predictive log density over the second half of
     # the window at its parameters: deterministic, like the SMC's incremental weights.
     "weights=prequential": {"smc.structure_weights": "prequential"},
+    # A quarter (half) of the initial particles drawn as S + PER at the periodogram's or the
+    # calendar's period, with importance weights (smc.seasonal_start; the defaults: none).
+    "seasonal_start=0.25": {"smc.seasonal_start": 0.25},
+    "seasonal_start=0.5": {"smc.seasonal_start": 0.5},
+    # Proposed periods closer to the periodogram's and calendar's (sd of the log period 0.01
+    # instead of 0.05): refinement from 10% off the season drifts away from it.
+    "period_spread=0.01": {"smc.period_spread": 0.01},
+    "seasonal_start=0.25+spread=0.01": {"smc.seasonal_start": 0.25, "smc.period_spread": 0.01},
+    # The optimiser's step for PER periods a fifth of the others' (refine.period_step), alone
+    # and with proposals nearer the season.
+    "period_step=0.2": {"refine.period_step": 0.2},
+    "period_step=0.2+spread=0.01": {"refine.period_step": 0.2, "smc.period_spread": 0.01},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,

@@ -90,12 +90,13 @@ NON_DEFAULT = {
         "period_spread": 0.1, "likelihood": "sparse", "inducing_points": 40,
         "sparse_above": 500, "workers": 3, "restarts": 2, "round_sizes": "full",
         "likelihood_power": 0.25, "power_from": 30, "structure_weights": "laplace",
-        "evidence_power": 0.5,
+        "evidence_power": 0.5, "seasonal_start": 0.1,
     },
     "refine": {
         "mode": "hmc", "optimizer": "sgd", "steps": 7, "late_steps": 3, "late_from": 11,
         "learning_rate": 0.2, "hmc_step_size": 0.01, "hmc_leapfrog_steps": 3, "hmc_steps": 2,
         "learn_noise": False, "posterior_draws": 3, "probes": 4, "probes_from": 64,
+        "period_step": 0.5,
     },
 }
 

@@ -44,6 +44,17 @@ def active_mask(ops: Array) -> Array:
     return jnp.arange(spec.MAX_PARAMS) < counts[..., None]
 
 
+def step_scale(ops: Array, period_step: float) -> Array | float:
+    """Each parameter entry's factor on the optimiser's update ``[..., S, MAX_PARAMS]``:
+    ``period_step`` for PER periods, 1 elsewhere (1.0 itself when ``period_step`` is 1, so the
+    updates stay bit for bit those without it)."""
+    if period_step == 1.0:
+        return 1.0
+    period = spec.PARAM_NAMES[spec.PER].index("period")
+    is_period = (ops == spec.PER)[..., None] & (jnp.arange(spec.MAX_PARAMS) == period)
+    return jnp.where(is_period, period_step, 1.0)
+
+
 def make_optimizer(name: str, learning_rate: float) -> optax.GradientTransformation:
     if name == "adam":
         return optax.adam(learning_rate)
@@ -63,9 +74,12 @@ def optimize(
     optimizer: optax.GradientTransformation,
     steps: int,
     learn_noise: bool = True,
+    period_step: float = 1.0,
 ) -> Refined:
-    """``steps`` optimiser updates of every particle's parameters (and noise) at once."""
+    """``steps`` optimiser updates of every particle's parameters (and noise) at once; PER
+    periods move by ``period_step`` times the optimiser's update (:func:`step_scale`)."""
     active = active_mask(ops)
+    scale = step_scale(ops, period_step)
 
     def loss(variables):
         p, n = variables
@@ -82,7 +96,7 @@ def optimize(
         )
         grads = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         updates, new_state = optimizer.update(grads, opt_state, variables)
-        moved = optax.apply_updates(variables, updates)
+        moved = optax.apply_updates(variables, (updates[0] * scale, updates[1]))
         last = i == steps  # the extra pass only scores the end point
         variables, opt_state = jax.tree_util.tree_map(
             lambda new, old: jnp.where(last, old, new), (moved, new_state), (variables, opt_state)

@@ -146,7 +146,8 @@ def rejuvenate(
         )
         grads = jax.tree_util.tree_map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         updates, new_opt_state = optimizer.update(grads, opt_state, variables)
-        new_variables = optax.apply_updates(variables, updates)
+        scale = refine.step_scale(state.ops, r.period_step)
+        new_variables = optax.apply_updates(variables, (updates[0] * scale, updates[1]))
         # A particle's passes after its own step count only score it (the last one always).
         update = jnp.broadcast_to(is_pass & (i < num_moves + steps_now), (P,))
 

@@ -102,6 +102,12 @@ class RefineSettings:
         0.05, "HMC leapfrog step size", lo=0.0, hi=10.0, lo_open=True)
     hmc_leapfrog_steps: int = setting(10, "leapfrog steps per HMC proposal", lo=1, hi=1000)
     hmc_steps: int = setting(10, "HMC proposals per refinement", lo=0, hi=100_000)
+    # The likelihood's modes in a PER period are a few percent wide; Adam's first steps move
+    # every coordinate by about learning_rate, and can carry the period out of its mode before
+    # the amplitude and length scale have adapted (benchmarks/choose_defaults/seasonal_search).
+    period_step: float = setting(
+        1.0, "the optimiser's step for PER periods, as a fraction of its step for the other "
+        "parameters (1: the same)", lo=0.0, hi=1.0)
     learn_noise: bool = setting(True, "refine the observation noise too")
     posterior_draws: int = setting(
         0, "after the last round, replace each particle by this many HMC draws of its "
@@ -177,6 +183,16 @@ class SMCSettings:
     period_proposal: float = setting(
         0.5, "share of new PER periods drawn near the periodogram's peaks (exact MH; 0: prior "
         "only)", lo=0.0, hi=0.99)
+    # A short seasonal series' posterior sits on trees with a PER term at its season, which the
+    # prior reaches rarely; these particles start there, with importance weights p / Q. Off by
+    # default: on 19 M3 quarterly training windows it changed little (the weights give the
+    # seasonal particles the prior's mass, and the first round's few points rarely keep them;
+    # benchmarks/choose_defaults/seasonal_search).
+    seasonal_start: float = setting(
+        0.0, "share of the initial particles drawn as 'S + PER' with the PER period at the "
+        "periodogram's peaks or calendar seasons, on series that have them (exact: importance "
+        "weights prior / proposal; needs period_proposal > 0; 0: every initial particle from "
+        "the prior)", lo=0.0, hi=0.99)
     period_peaks: int = setting(
         3, "periodogram peaks the period proposal uses", lo=1, hi=20, in_programs=False)
     period_spread: float = setting(

@@ -22,7 +22,14 @@ import numpy as np
 from autogp.evaluator import log_marginal_likelihood
 from autogp.evaluator.sparse import sparse_log_marginal_likelihood
 from autogp.inference import grammar as gr
-from autogp.inference import moves, periods, refine, rejuvenation, resampling
+from autogp.inference import (
+    moves,
+    periods,
+    refine,
+    rejuvenation,
+    resampling,
+    seasonal_start,
+)
 from autogp.inference.settings import RefineSettings, SMCSettings
 from autogp.kernels import spec
 
@@ -311,6 +318,9 @@ def prior_state(grammar: gr.Grammar, G: int, P: int, key: Array) -> SMCState:
 def proposal_state(
     grammar: gr.Grammar, settings: SMCSettings, G: int, P: int, key: Array, data: Data
 ) -> SMCState:
+    """Initial particles from the period proposal q0 (the prior with PER periods from q), and
+    with ``settings.seasonal_start`` > 0 from the mixture of q0 and ``S + PER`` trees
+    (:mod:`autogp.inference.seasonal_start`); log weights ``log p - log proposal``."""
     key_prior, key_period = jax.random.split(key)
     state = prior_state(grammar, G, P, key_prior)
     proposal = _period_proposal(settings, data, P)
@@ -325,9 +335,23 @@ def proposal_state(
     params, log_p_over_q = jax.vmap(one)(
         ops, params, proposal, jax.random.split(key_period, ops.shape[0])
     )
+    if settings.seasonal_start > 0 and seasonal_start.available(grammar):
+        # Its own key, so the draws of q0 are as without it. Not fold_in(key, 1): that is
+        # split(key)[1] (key_period) under threefry's partitionable split.
+        share = seasonal_start.share_of(proposal, settings.seasonal_start)
+
+        def seasonal(o, p, q, s, k):
+            o, p, log_q_over_q0 = seasonal_start.propose(grammar, o, p, q, s, key=k)
+            log_p_over_q0 = -periods.region_correction(o, p, everywhere, mean, std, q)
+            return o, p, log_p_over_q0 - log_q_over_q0
+
+        ops, params, log_p_over_q = jax.vmap(seasonal)(
+            ops, params, proposal, share, jax.random.split(jax.random.fold_in(key, 2), len(share))
+        )
     log_w = _unflat(log_p_over_q, G)
     log_norm = jax.nn.logsumexp(log_w, axis=1)
     return state._replace(
+        ops=_unflat(ops, G),
         params=_unflat(params, G),
         log_weights=log_w - log_norm[:, None],
         log_evidence=log_norm - math.log(P),
