@@ -20,11 +20,14 @@ import numpy as np
 
 from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
+from autogp.data.covariates import CovariateScaling
 from autogp.data.seasons import candidate_periods, mase_season
 from autogp.data.transform import choose_transform
 from autogp.evaluator.sparse import inducing_points_for
 from autogp.inference import smc
+from autogp.inference.grammar import with_covariates
 from autogp.inference.posterior import Posterior
+from autogp.kernels.spec import MAX_COVARIATES
 
 
 def series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
@@ -206,19 +209,45 @@ def fit_series_posterior(
     key = series_key(config.seed, series.key_id or series.unique_id, panel)
     series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
-    x = scaler.forward_t(series.t)
-    y = scaler.forward_y(series.y)
     grammar, settings = engine_settings(config)
+    scaling = covariate_scaling(series, config)
+    y = scaler.forward_y(series.y)
+    if scaling is None:
+        x = scaler.forward_t(series.t)
+    else:
+        x = np.column_stack([scaler.forward_t(series.t),
+                             scaling.forward(series.covariates.to_numpy())])
+        grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight)
     result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
                          seasonal_period=seasonal_periods(series, scaler))
     return Posterior.from_smc(series, scaler, result, left_out=left_out,
-                              num_inducing=num_inducing(config, series.n), stride=stride)
+                              num_inducing=num_inducing(config, series.n), stride=stride,
+                              covariate_scaling=scaling)
+
+
+def covariate_scaling(series: TimeSeries, config: Config) -> CovariateScaling | None:
+    """The standardisation of the series' covariates (None without any); DataError where the
+    exact likelihood, which covariates need, is not used or there are too many."""
+    if series.covariates is None or series.covariates.shape[1] == 0:
+        return None
+    names = list(series.covariates.columns)
+    if len(names) > MAX_COVARIATES:
+        raise DataError(f"series {series.unique_id!r} has {len(names)} covariates {names}; at "
+                        f"most {MAX_COVARIATES} are supported")
+    if num_inducing(config, series.n) > 0:
+        raise DataError(
+            f"series {series.unique_id!r}: covariates {names} need the exact likelihood, but "
+            f"its {series.n} points get the sparse one (smc.sparse_above="
+            f"{config.smc.sparse_above}); fit a shorter window (data.window) or set "
+            "smc.likelihood = 'exact'")
+    return CovariateScaling.fit(series.covariates)
 
 
 __all__ = [
     "EVIDENCE_TRANSFORMS",
     "FittingWindow",
     "choose_by_evidence",
+    "covariate_scaling",
     "data_log_evidence",
     "evidence_transforms",
     "fit_series_posterior",
