@@ -67,9 +67,11 @@ def covariate_columns(frame: pd.DataFrame, used: Sequence[str | None]) -> list[s
 
 
 def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.Index,
-                  t_wanted: np.ndarray, t_given: np.ndarray | None, what: str) -> np.ndarray:
-    """``[M, C]`` future values of covariates ``names`` at times ``t_wanted`` (stamps
-    ``stamps``), from ``frame`` whose rows are at times ``t_given``.
+                  t_wanted: np.ndarray, t_given: np.ndarray | None, what: str,
+                  source: str = "the future values (X_df)") -> np.ndarray:
+    """``[M, C]`` values of covariates ``names`` at times ``t_wanted`` (stamps ``stamps``),
+    from ``frame`` (a ``ds`` column and the covariates) whose rows are at times ``t_given``;
+    ``source`` names the frame in messages.
 
     Raises DataError naming the column and the date when the frame is missing, lacks a
     covariate (a covariate known only in the past cannot be forecast with), lacks a date,
@@ -94,8 +96,8 @@ def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.I
     dup = np.flatnonzero(np.diff(sorted_t) == 0)
     if dup.size:
         row = order[dup[0]]
-        raise DataError(f"{what}: the future values (X_df) give the date "
-                        f"{frame['ds'].iloc[row]} twice", column="ds")
+        raise DataError(f"{what}: {source} give the date {frame['ds'].iloc[row]} twice",
+                        column="ds")
     out = np.empty((len(t_wanted), len(names)))
     pos = np.searchsorted(sorted_t, t_wanted)
     for m, t in enumerate(np.asarray(t_wanted, dtype=np.float64)):
@@ -103,8 +105,8 @@ def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.I
         hit = p < len(sorted_t) and np.isclose(sorted_t[p], t, rtol=0, atol=1e-9 * max(1, abs(t)))
         if not hit:
             raise DataError(
-                f"{what}: the future values (X_df) have no row for {stamps[m]} (covariate "
-                f"{names[0]!r}); they must cover every forecast date", column=names[0])
+                f"{what}: {source} have no row for {stamps[m]} (covariate {names[0]!r}); "
+                "they must cover every date where the model is evaluated", column=names[0])
         row = order[p]
         for c, name in enumerate(names):
             raw = frame[name].iloc[row]
@@ -114,7 +116,7 @@ def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.I
             if not np.isfinite(value):
                 raise DataError(
                     f"{what}: covariate {name!r} at {stamps[m]} is not a finite number "
-                    f"({raw!r})", column=name, value=raw)
+                    f"({raw!r}) in {source}", column=name, value=raw)
             out[m, c] = value
     return out
 

@@ -373,6 +373,7 @@ class AutoGP:
         point: str | None = None,
         per_particle: bool = False,
         unique_id: str | Sequence[str] | None = None,
+        X_df: pd.DataFrame | None = None,
     ) -> pd.DataFrame:
         """Forecast: the mean of the particle mixture and its prediction intervals.
 
@@ -391,6 +392,10 @@ class AutoGP:
             per_particle: one row per (time, particle) with the particle's weight, structure,
                 mean and its own Gaussian intervals, instead of the mixture.
             unique_id: restrict to some series of a panel.
+            X_df: the covariates' future values, for a model fitted with covariates (extra
+                numeric columns of the training frame): ``ds``, every covariate column and,
+                for panels, ``unique_id``, with a row for every forecast date (statsforecast's
+                convention). A missing column, date or value is an error naming it.
 
         Intervals are exact quantiles of the Gaussian mixture (bisection on its CDF) mapped to
         data units; under a transform (log, Box-Cox) quantiles (the median included) are the
@@ -407,6 +412,7 @@ class AutoGP:
             include_noise=include_noise,
             point=point,
             per_particle=per_particle,
+            X_df=X_df,
         )
 
     @with_x64

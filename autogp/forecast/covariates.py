@@ -1,0 +1,103 @@
+"""Covariates in the forecaster's frames: the extra columns of the training data, and their
+values where a forecast or a decomposition needs them (statsforecast's ``X_df``).
+
+Training: every column of a training frame besides the id, time, target and split columns is a
+covariate (numbers; 0/1 indicators for holidays and events), attached to each series at its
+observations' times. Forecasting: the covariates' values at the forecast times come from the
+series' own covariates where it has them (past times, cross-validation windows) and else from
+``X_df`` (a frame with ``ds``, the covariate columns and, for panels, ``unique_id``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from autogp.data import DataError, TimeSeries
+from autogp.data.covariates import covariate_columns, future_values
+from autogp.data.timeaxis import to_microseconds
+from autogp.inference.posterior import Posterior
+
+
+def as_stamps(series: TimeSeries, ds: Any) -> tuple[np.ndarray, pd.Index]:
+    """Numeric times and output stamps for user-given future ``ds`` of one series."""
+    values = ds if isinstance(ds, pd.Index | pd.Series | np.ndarray | list | tuple) else [ds]
+    values = pd.Index(values) if not isinstance(values, pd.Index) else values
+    if series.axis.kind == "numeric":
+        t = series.axis.to_numeric(np.asarray(values, dtype=np.float64))
+        return t, pd.Index(np.asarray(values, dtype=np.float64))
+    us = to_microseconds(values, source="ds")
+    return series.axis.us_to_numeric(us), pd.DatetimeIndex(us.astype("datetime64[us]"))
+
+
+def _rows_of(frame: pd.DataFrame, id_col: str | None, unique_id: str) -> pd.DataFrame:
+    if id_col is None or id_col not in frame.columns:
+        return frame
+    return frame[frame[id_col].astype(str) == unique_id]
+
+
+def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
+                      used: Sequence[str | None], id_col: str | None,
+                      sep: str = ",") -> list[TimeSeries]:
+    """``series`` with the covariate columns of the training ``data`` (a DataFrame or a CSV
+    path) attached at their observations' times; unchanged when it has none. ``used``: the
+    columns that are not covariates (id, time, target, split ...)."""
+    if isinstance(data, str | Path):
+        data = pd.read_csv(data, sep=sep)
+    if not isinstance(data, pd.DataFrame):
+        return list(series)
+    frame = data.reset_index() if time_col not in data.columns and data.index.name == time_col \
+        else data
+    names = covariate_columns(frame, [*used, time_col, id_col])
+    if not names:
+        return list(series)
+    out = []
+    for s in series:
+        rows = _rows_of(frame, id_col, s.unique_id)
+        rows = rows[rows[time_col].notna()]
+        t_rows, _ = as_stamps(s, rows[time_col])
+        values = future_values(names, rows.rename(columns={time_col: "ds"}), s.ds, s.t, t_rows,
+                               f"series {s.unique_id!r}", source="the training data")
+        out.append(dataclasses.replace(s, covariates=pd.DataFrame(values, columns=names)))
+    return out
+
+
+def covariates_at(post: Posterior, t_new: np.ndarray, stamps: pd.Index,
+                  X_df: pd.DataFrame | None) -> np.ndarray | None:
+    """``[M, C]`` values of the fit's covariates at ``t_new`` (None without covariates): the
+    series' own values at its observed times, ``X_df``'s elsewhere (DataError naming the
+    column and the date where neither has them)."""
+    names = list(post.covariates)
+    if not names:
+        return None
+    series = post.series
+    own = series.covariates.to_numpy() if series.covariates is not None else np.zeros((0, 0))
+    out = np.full((len(t_new), len(names)), np.nan)
+    pos = np.searchsorted(series.t, t_new)
+    known = np.zeros(len(t_new), bool)
+    for m, t in enumerate(t_new):
+        p = pos[m]
+        if p < series.n and series.t[p] == t and own.shape[0]:
+            out[m] = own[p]
+            known[m] = True
+    if known.all():
+        return out
+    frame = None
+    t_given = None
+    if X_df is not None:
+        if "ds" not in X_df.columns:
+            raise DataError("X_df needs a 'ds' column (the future time stamps)", column="ds")
+        frame = _rows_of(X_df, "unique_id", series.unique_id)
+        t_given, _ = as_stamps(series, frame["ds"])
+    rest = ~known
+    out[rest] = future_values(names, frame, stamps[rest], np.asarray(t_new)[rest], t_given,
+                              f"series {series.unique_id!r}")
+    return out
+
+
+__all__ = ["as_stamps", "attach_covariates", "covariates_at"]
