@@ -39,6 +39,7 @@ from autogp.cli.options import (
     DEFAULTS,
     BackendOption,
     ConfigOption,
+    FutureOption,
     IdColOption,
     LatentOption,
     LevelOption,
@@ -57,6 +58,7 @@ from autogp.cli.options import (
     cli_spelling,
     config_default,
     config_spelling,
+    read_future,
 )
 from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
@@ -278,6 +280,7 @@ def fit(
     time_col: TimeColOption = None,
     target_col: TargetColOption = None,
     id_col: IdColOption = None,
+    future: FutureOption = None,
     config: ConfigOption = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Missing values are errors, not dropped.",
@@ -338,6 +341,7 @@ def fit(
     with stop_on_sigterm(), unfitted_series_reported_once():
         model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col, resume=resume)
     report_unfitted(err, model.errors)
+    future_df = read_future(future, time_col, id_col, model.config)
     if not quiet:
         n = sum(model.series(u).n for u in model.unique_ids)
         _note(
@@ -352,6 +356,7 @@ def fit(
             level=levels,
             quantiles=quantile or None,
             include_noise=False if latent else None,
+            X_df=future_df,
         )
     if explain:
         print_explanation(err, model, top=5)
@@ -370,7 +375,7 @@ def fit(
     if components is not None:
         from autogp import plots
 
-        plots.save_figure(plots.plot_components(model.decompose()), components)
+        plots.save_figure(plots.plot_components(model.decompose(X_df=future_df)), components)
     if not fit_only:
         write_csv(forecast, output)
     if not quiet:
@@ -393,6 +398,7 @@ def forecast(
     level: LevelOption = None,
     quantile: QuantileOption = None,
     latent: LatentOption = False,
+    future: FutureOption = None,
 ) -> None:
     """Forecast with a saved model."""
     from autogp.forecast.model import load
@@ -404,6 +410,7 @@ def forecast(
         level=levels,
         quantiles=quantile or None,
         include_noise=False if latent else None,
+        X_df=read_future(future, None, None, model.config),
     )
     if plot is not None:
         from autogp import plots

@@ -21,7 +21,10 @@ import pandas as pd
 from autogp.data import DataError, TimeSeries
 from autogp.data.covariates import covariate_columns, future_values
 from autogp.data.timeaxis import to_microseconds
+from autogp.forecast.explain import additive_terms, product_factors
 from autogp.inference.posterior import Posterior
+from autogp.kernels import Kernel, spec
+from autogp.kernels import covariates as covariate_atoms
 
 
 def as_stamps(series: TimeSeries, ds: Any) -> tuple[np.ndarray, pd.Index]:
@@ -100,4 +103,51 @@ def covariates_at(post: Posterior, t_new: np.ndarray, stamps: pd.Index,
     return out
 
 
-__all__ = ["as_stamps", "attach_covariates", "covariates_at"]
+def linear_terms(expr: Kernel, names: Sequence[str]) -> list[tuple[Kernel, str]]:
+    """The additive terms of ``expr`` that are a linear effect of one covariate (``LIN[k]``,
+    possibly scaled by constants), each labelled with its covariate's name."""
+    out = []
+    for term in additive_terms(expr):
+        factors = product_factors(term)
+        linear = [f for f in factors if f.opcode in covariate_atoms.LINEAR_OPCODES]
+        if len(linear) == 1 and all(f is linear[0] or f.opcode == spec.CONST for f in factors):
+            out.append((term, names[int(spec.INPUT[linear[0].opcode]) - 1]))
+    return out
+
+
+def covariate_effects(post: Posterior, target: str = "y") -> list[str]:
+    """Plain-English lines on the covariates' linear effects, in data units: the posterior
+    mean of the slope of the additive linear terms (0 in particles without one), e.g. ``y rises
+    2.1 per unit of temp``, and the posterior weight of the structures that have such a term.
+
+    A linear term's posterior mean at inputs z* is amp z* (z^T alpha): one evaluation with the
+    covariate one standard deviation above its mean gives its slope."""
+    names = list(post.covariates)
+    if not names:
+        return []
+    scaling = post.covariate_scaling
+    values = np.asarray(scaling.mean) + np.diag(scaling.scale)  # row j: covariate j up one sd
+    t = np.full(len(names), post.series.t[-1])
+
+    def split(expr: Kernel) -> list[tuple[Kernel, str]]:
+        return linear_terms(expr, names)
+
+    means = post.component_means(t, split, names, covariates=values)
+    w = post.weights()
+    labels = [{label for _, label in split(e)} for e in post.expressions()]
+    units = f" (in {post.scaler.units} units)" if post.scaler.transformed else ""
+    lines = []
+    for j, name in enumerate(names):
+        share = float(sum(w[p] for p, found in enumerate(labels) if name in found))
+        if share == 0:
+            lines.append(f"{name}: no linear effect in the posterior")
+            continue
+        slope = post.scaler.value_scale * means[name][j] / scaling.scale[j]
+        verb = "rises" if slope >= 0 else "falls"
+        lines.append(f"{name}: {target} {verb} {abs(slope):.3g} per unit of {name}{units} "
+                     f"(posterior mean; a linear term in {100 * share:.0f}% of the posterior)")
+    return lines
+
+
+__all__ = ["as_stamps", "attach_covariates", "covariate_effects", "covariates_at",
+           "linear_terms"]

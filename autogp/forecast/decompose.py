@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from autogp.forecast.explain import COMPONENTS, additive_terms, classify_term
+from autogp.forecast.explain import (
+    COMPONENTS,
+    COVARIATE_COMPONENT,
+    additive_terms,
+    classify_term,
+)
 from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel
 
@@ -16,17 +21,21 @@ def component_terms(expr: Kernel) -> list[tuple[Kernel, str]]:
     return [(term, classify_term(term)) for term in additive_terms(expr)]
 
 
-def decomposition_frame(post: Posterior, t_new: np.ndarray, ds_new: pd.Index) -> pd.DataFrame:
+def decomposition_frame(post: Posterior, t_new: np.ndarray, ds_new: pd.Index,
+                        covariates: np.ndarray | None = None) -> pd.DataFrame:
     """Columns ``unique_id``, ``ds``, ``y``, the components, ``fitted`` and ``residual`` of one
-    series at ``t_new``, in the fitted (possibly transformed) units (``attrs["units"]``)."""
-    comps = post.component_means(t_new, component_terms, COMPONENTS)
+    series at ``t_new``, in the fitted (possibly transformed) units (``attrs["units"]``). A fit
+    with covariates (their values at ``t_new`` in ``covariates``) has a ``covariates``
+    component too, after ``noise``."""
+    labels = COMPONENTS + ((COVARIATE_COMPONENT,) if post.covariates else ())
+    comps = post.component_means(t_new, component_terms, labels, covariates=covariates)
     s = post.scaler
     df = pd.DataFrame({"unique_id": post.unique_id, "ds": ds_new}, index=range(len(t_new)))
     observed = pd.Series(post.series.y, index=post.series.t)
     y_at = observed.reindex(t_new).to_numpy(dtype=np.float64)
     df["y"] = s.transform_y(y_at)
     fitted = np.zeros(len(t_new))
-    for kind in COMPONENTS:
+    for kind in labels:
         values = s.value_scale * comps[kind]
         if kind == "trend":
             values = values + s.value_offset

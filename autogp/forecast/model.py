@@ -31,6 +31,7 @@ from autogp._x64 import with_x64
 from autogp.config import Config, load_config
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast.columns import MODEL_NAME, level_columns
+from autogp.forecast.covariates import covariates_at
 from autogp.forecast.crossval import cross_validation as rolling_forecasts
 from autogp.forecast.decompose import decomposition_frame
 from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
@@ -424,6 +425,7 @@ class AutoGP:
         pointwise: bool = False,
         joint: bool = False,
         unique_id: str | None = None,
+        X_df: pd.DataFrame | None = None,
     ) -> float | np.ndarray:
         """Log predictive density of held-out observations, in data units.
 
@@ -433,8 +435,10 @@ class AutoGP:
         (and of the log or Box-Cox transform), so it is a density of ``y`` itself. Returns
         the sum (default) or the per-point values (``pointwise=True``). ``joint=True`` uses the
         particles' joint predictive over all points (full covariances) instead of the product
-        of marginals.
+        of marginals. A fit with covariates reads their values from the frame ``ds`` (its
+        covariate columns) or ``X_df``.
         """
+        frame = None
         if isinstance(ds, pd.DataFrame):
             frame = ds
             if "unique_id" in frame.columns and unique_id is None:
@@ -443,7 +447,7 @@ class AutoGP:
                     total.append(
                         np.atleast_1d(
                             self.log_predictive_density(
-                                g["ds"], g["y"], pointwise=True, joint=joint, unique_id=str(uid)
+                                g, pointwise=True, joint=joint, unique_id=str(uid), X_df=X_df
                             )
                         )
                     )
@@ -451,11 +455,12 @@ class AutoGP:
                 return values if pointwise else float(values.sum())
             ds, y = frame["ds"], frame["y"]
         fit = self._fit_of(unique_id)
-        t_new, _ = as_stamps(fit.series, ds)
+        t_new, stamps = as_stamps(fit.series, ds)
         y_obs = np.atleast_1d(np.asarray(y, dtype=np.float64))
         if y_obs.shape != t_new.shape:
             raise ValueError(f"ds and y differ in length: {t_new.size} and {y_obs.size}")
-        values = fit.log_predictive_density(t_new, y_obs, joint=joint)
+        values = fit.log_predictive_density(t_new, y_obs, joint=joint, covariates=covariates_at(
+            fit, t_new, stamps, X_df if X_df is not None else frame))
         if joint:
             return values
         return values if pointwise else float(values.sum())
@@ -479,7 +484,8 @@ class AutoGP:
     # -- decomposition ------------------------------------------------------------------------
     @with_x64
     def decompose(
-        self, ds: Any = None, *, unique_id: str | Sequence[str] | None = None
+        self, ds: Any = None, *, unique_id: str | Sequence[str] | None = None,
+        X_df: pd.DataFrame | None = None,
     ) -> pd.DataFrame:
         """Posterior-mean components of the fitted series, at past and future time stamps.
 
@@ -495,18 +501,26 @@ class AutoGP:
         transform everything, ``y`` included, is in the transformed units (``attrs["units"]``:
         "log" or "boxcox"; components add there, i.e. multiply in data units under log):
         a sum of components has no meaning after a nonlinear map back.
+
+        A fit with covariates has a ``covariates`` component (every term with a covariate
+        atom); future stamps need the covariates' values there (``X_df`` as in
+        :meth:`predict`), so by default only the training times are decomposed unless
+        ``X_df`` is given.
         """
         h = self.config.forecast.horizon
         parts = []
         for fit in self._selected(unique_id):
-            if ds is None:
+            if ds is None and fit.covariates and X_df is None:
+                t_new, ds_new = fit.series.t, fit.series.ds
+            elif ds is None:
                 t_new = np.concatenate([fit.series.t, fit.series.future_t(h)])
                 ds_new = fit.series.ds.append(fit.series.future_ds(h))
             elif isinstance(ds, pd.DataFrame):
                 t_new, ds_new = forecast_targets(fit.series, None, ds, h)
             else:
                 t_new, ds_new = as_stamps(fit.series, ds)
-            parts.append(decomposition_frame(fit, t_new, ds_new))
+            parts.append(decomposition_frame(fit, t_new, ds_new,
+                                             covariates_at(fit, t_new, ds_new, X_df)))
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
     # -- persistence and plots ----------------------------------------------------------------

@@ -21,7 +21,6 @@ from autogp.forecast.covariates import as_stamps, covariates_at
 from autogp.inference.posterior import Posterior
 from autogp.kernels import structure
 
-
 # ---- where -----------------------------------------------------------------------------------
 
 def forecast_targets(

@@ -15,7 +15,6 @@ from autogp.data.header import csv_columns
 from autogp.forecast.covariates import attach_covariates
 from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
 
-
 #: Columns of a training frame that are never covariates.
 NOT_COVARIATES = ("unique_id",)
 

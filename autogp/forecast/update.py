@@ -54,6 +54,10 @@ def update_posterior(
     """``fit`` with the observations ``y`` at stamps ``ds`` added and the SMC continued on them;
     None when no usable row is new. The normalisation of the first fit is kept."""
     uid = fit.unique_id
+    if fit.covariates:
+        raise DataError(
+            f"update: series {uid!r} was fitted with covariates {list(fit.covariates)}; online "
+            "updates do not take covariates yet: fit again on the extended data")
     t_new, stamps_new = as_stamps(fit.series, ds)
     y_new = np.asarray(y, dtype=np.float64)
     ok = np.isfinite(y_new)
