@@ -66,6 +66,13 @@ def covariate_columns(frame: pd.DataFrame, used: Sequence[str | None]) -> list[s
     return names
 
 
+def _when(stamp: object) -> str:
+    """A time stamp as messages show it: a date alone at midnight."""
+    if isinstance(stamp, pd.Timestamp) and stamp == stamp.normalize():
+        return stamp.strftime("%Y-%m-%d")
+    return str(stamp)
+
+
 def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.Index,
                   t_wanted: np.ndarray, t_given: np.ndarray | None, what: str,
                   source: str = "the future values (X_df)") -> np.ndarray:
@@ -96,7 +103,7 @@ def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.I
     dup = np.flatnonzero(np.diff(sorted_t) == 0)
     if dup.size:
         row = order[dup[0]]
-        raise DataError(f"{what}: {source} give the date {frame['ds'].iloc[row]} twice",
+        raise DataError(f"{what}: {source} give the date {_when(frame['ds'].iloc[row])} twice",
                         column="ds")
     out = np.empty((len(t_wanted), len(names)))
     pos = np.searchsorted(sorted_t, t_wanted)
@@ -105,7 +112,7 @@ def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.I
         hit = p < len(sorted_t) and np.isclose(sorted_t[p], t, rtol=0, atol=1e-9 * max(1, abs(t)))
         if not hit:
             raise DataError(
-                f"{what}: {source} have no row for {stamps[m]} (covariate {names[0]!r}); "
+                f"{what}: {source} have no row for {_when(stamps[m])} (covariate {names[0]!r}); "
                 "they must cover every date where the model is evaluated", column=names[0])
         row = order[p]
         for c, name in enumerate(names):
@@ -115,8 +122,10 @@ def future_values(names: Sequence[str], frame: pd.DataFrame | None, stamps: pd.I
                 value = float(raw)
             if not np.isfinite(value):
                 raise DataError(
-                    f"{what}: covariate {name!r} at {stamps[m]} is not a finite number "
-                    f"({raw!r}) in {source}", column=name, value=raw)
+                    f"{what}: covariate {name!r} at {_when(stamps[m])} is not a finite number "
+                    f"({raw!r} in {source})" if isinstance(raw, str) else
+                    f"{what}: covariate {name!r} at {_when(stamps[m])} is not a finite number "
+                    f"({raw} in {source})", column=name, value=raw)
             out[m, c] = value
     return out
 

@@ -32,6 +32,8 @@ def _checked_covariates(series: TimeSeries) -> pd.DataFrame:
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
             at = series.ds[bad[0]]
+            at = at.strftime("%Y-%m-%d") if isinstance(at, pd.Timestamp) and at == at.normalize() \
+                else at
             raise DataError(f"series {series.unique_id!r}: covariate {name!r} has no finite "
                             f"number at {at} ({cov[name].iloc[bad[0]]!r})", column=str(name))
         out[str(name)] = values

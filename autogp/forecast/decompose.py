@@ -3,15 +3,20 @@ noise components (see :meth:`autogp.AutoGP.decompose`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pandas as pd
 
+from autogp.forecast.covariates import as_stamps, covariates_at
 from autogp.forecast.explain import (
     COMPONENTS,
     COVARIATE_COMPONENT,
     additive_terms,
     classify_term,
 )
+from autogp.forecast.prediction import forecast_targets
 from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel
 
@@ -47,4 +52,25 @@ def decomposition_frame(post: Posterior, t_new: np.ndarray, ds_new: pd.Index,
     return df
 
 
-__all__ = ["component_terms", "decomposition_frame"]
+def decompose_frame(fits: Sequence[Posterior], ds: Any, horizon: int,
+                    X_df: pd.DataFrame | None = None) -> pd.DataFrame:
+    """:meth:`autogp.AutoGP.decompose` of ``fits``: at ``ds`` (stamps, or a frame with ``ds``
+    and ``unique_id``), by default at the training times and ``horizon`` future steps (only
+    the training times for a fit with covariates, unless ``X_df`` gives their future)."""
+    parts = []
+    for fit in fits:
+        if ds is None and fit.covariates and X_df is None:
+            t_new, ds_new = fit.series.t, fit.series.ds
+        elif ds is None:
+            t_new = np.concatenate([fit.series.t, fit.series.future_t(horizon)])
+            ds_new = fit.series.ds.append(fit.series.future_ds(horizon))
+        elif isinstance(ds, pd.DataFrame):
+            t_new, ds_new = forecast_targets(fit.series, None, ds, horizon)
+        else:
+            t_new, ds_new = as_stamps(fit.series, ds)
+        parts.append(decomposition_frame(fit, t_new, ds_new,
+                                         covariates_at(fit, t_new, ds_new, X_df)))
+    return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+
+
+__all__ = ["component_terms", "decompose_frame", "decomposition_frame"]

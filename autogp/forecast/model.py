@@ -33,8 +33,8 @@ from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast.columns import MODEL_NAME, level_columns
 from autogp.forecast.covariates import covariates_at
 from autogp.forecast.crossval import cross_validation as rolling_forecasts
-from autogp.forecast.decompose import decomposition_frame
-from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
+from autogp.forecast.decompose import decompose_frame
+from autogp.forecast.prediction import as_stamps, predict_frame
 from autogp.forecast.reading import read_panel, read_series
 from autogp.forecast.tables import explanation, structure_table
 from autogp.forecast.update import update_groups, update_posterior
@@ -42,7 +42,7 @@ from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel, pack, parse
 from autogp.parallel.panel import fit_panel
 from autogp.pipeline import saveload
-from autogp.pipeline.fitting import fitting_window, num_inducing, series_scaler
+from autogp.pipeline.fitting import covariate_scaling, fitting_window, num_inducing, series_scaler
 
 
 class AutoGP:
@@ -258,7 +258,9 @@ class AutoGP:
             model.config = model.config.with_overrides({"data.transform": "none"})
         (series,) = read_series(data, model.config, time_col, target_col, None)[:1]
         series, left_out, stride = fitting_window(series, model.config)
-        exprs = [k if isinstance(k, Kernel) else parse(k) for k in kernels]
+        scaling = covariate_scaling(series, model.config)  # covariates: extra numeric columns
+        names = () if scaling is None else scaling.names
+        exprs = [k if isinstance(k, Kernel) else parse(k, names) for k in kernels]
         ops, params = pack(exprs, max_depth=model.config.grammar.max_depth)
         P = len(exprs)
         noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (P,))
@@ -282,6 +284,7 @@ class AutoGP:
                 num_inducing=num_inducing(model.config, series.n),
                 left_out=left_out,
                 stride=stride,
+                covariate_scaling=scaling,
             )
         }
         return model
@@ -507,21 +510,7 @@ class AutoGP:
         :meth:`predict`), so by default only the training times are decomposed unless
         ``X_df`` is given.
         """
-        h = self.config.forecast.horizon
-        parts = []
-        for fit in self._selected(unique_id):
-            if ds is None and fit.covariates and X_df is None:
-                t_new, ds_new = fit.series.t, fit.series.ds
-            elif ds is None:
-                t_new = np.concatenate([fit.series.t, fit.series.future_t(h)])
-                ds_new = fit.series.ds.append(fit.series.future_ds(h))
-            elif isinstance(ds, pd.DataFrame):
-                t_new, ds_new = forecast_targets(fit.series, None, ds, h)
-            else:
-                t_new, ds_new = as_stamps(fit.series, ds)
-            parts.append(decomposition_frame(fit, t_new, ds_new,
-                                             covariates_at(fit, t_new, ds_new, X_df)))
-        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        return decompose_frame(self._selected(unique_id), ds, self.config.forecast.horizon, X_df)
 
     # -- persistence and plots ----------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
