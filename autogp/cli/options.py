@@ -140,7 +140,8 @@ def read_future(path: Path | None, time_col: str | None, id_col: str | None,
     from autogp.data import DataError
 
     try:
-        frame = pd.read_csv(path, sep=config.data.sep)
+        sep = config.data.sep
+        frame = pd.read_csv(path, sep=sep, engine="python" if sep is None else None)
     except (OSError, ValueError) as exc:
         raise DataError(f"--future {path}: cannot read it as CSV: {exc}") from None
     time_col = time_col or config.data.time_col

@@ -46,12 +46,12 @@ def _rows_of(frame: pd.DataFrame, id_col: str | None, unique_id: str) -> pd.Data
 
 def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
                       used: Sequence[str | None], id_col: str | None,
-                      sep: str = ",") -> list[TimeSeries]:
+                      sep: str | None = ",") -> list[TimeSeries]:
     """``series`` with the covariate columns of the training ``data`` (a DataFrame or a CSV
     path) attached at their observations' times; unchanged when it has none. ``used``: the
     columns that are not covariates (id, time, target, split ...)."""
     if isinstance(data, str | Path):
-        data = pd.read_csv(data, sep=sep)
+        data = pd.read_csv(data, sep=sep, engine="python" if sep is None else None)
     if not isinstance(data, pd.DataFrame):
         return list(series)
     frame = data.reset_index() if time_col not in data.columns and data.index.name == time_col \
