@@ -252,7 +252,8 @@ def test_bad_training_covariates_are_refused():
         AutoGP.from_kernels(df.assign(city="Oslo"), ["LIN"])
     gap = df.copy()
     gap.loc[4, "temp"] = np.nan
-    with pytest.raises(DataError, match="covariate 'temp' at 2020-01-05 is not a finite number .nan in the training"):
+    with pytest.raises(DataError,
+                       match="covariate 'temp' at 2020-01-05 is not a finite number .nan in the"):
         AutoGP.from_kernels(gap, ["LIN"])
 
 
