@@ -248,8 +248,13 @@ def test_bad_future_covariates_name_column_and_date(kernel_model):
 
 def test_bad_training_covariates_are_refused():
     df = _frame(30)
-    with pytest.raises(DataError, match="column 'city' is not numeric"):
-        AutoGP.from_kernels(df.assign(city="Oslo"), ["LIN"])
+    with pytest.raises(DataError, match="column 'city' is not numeric.*'Oslo'"):
+        AutoGP.from_kernels(df.assign(city=["Oslo", "Bergen"] * 15), ["LIN"])
+    # Labels constant within a series (a frequency, a category) and constant numbers are no
+    # covariates: nothing to learn from them.
+    plain = AutoGP.from_kernels(df[["ds", "y"]].assign(freq="D", horizon=7), ["LIN"])
+    assert plain.fits["series"].covariates == ()
+    assert len(plain.predict(3)) == 3
     gap = df.copy()
     gap.loc[4, "temp"] = np.nan
     with pytest.raises(DataError,

@@ -49,15 +49,24 @@ class CovariateScaling:
         return cls(tuple(d["names"]), tuple(d["mean"]), tuple(d["scale"]))
 
 
-def covariate_columns(frame: pd.DataFrame, used: Sequence[str | None]) -> list[str]:
-    """The covariate columns of a training frame: every column besides ``used`` (id, time,
-    target, split ...). A column that is not numeric is refused, naming it: statsforecast's
-    convention makes every extra column a regressor."""
+def covariate_columns(frame: pd.DataFrame, used: Sequence[str | None],
+                      id_col: str | None = None) -> list[str]:
+    """The covariate columns of a training frame: every numeric (or boolean) column besides
+    ``used`` (id, time, target, split ...), statsforecast's convention. A column that is not
+    numeric is skipped when it is constant within each series (labels such as a frequency or a
+    category) and refused, naming it, when it varies (it looks like a covariate that is not a
+    number)."""
     taken = {str(c) for c in used if c is not None}
-    names = [str(c) for c in frame.columns if str(c) not in taken]
-    for name in names:
+    names = []
+    for name in (str(c) for c in frame.columns if str(c) not in taken):
         column = frame[name]
-        if not (pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column)):
+        if pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+            names.append(name)
+            continue
+        groups = frame.groupby(id_col, sort=False)[name] if id_col in frame.columns else None
+        varies = (groups.nunique(dropna=False).max() if groups is not None
+                  else column.nunique(dropna=False)) > 1
+        if varies:
             raise DataError(
                 f"column {name!r} is not numeric (e.g. {column.dropna().iloc[0]!r}): extra "
                 "columns of the training data are covariates (exogenous regressors) and must "

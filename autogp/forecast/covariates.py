@@ -56,7 +56,7 @@ def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
         return list(series)
     frame = data.reset_index() if time_col not in data.columns and data.index.name == time_col \
         else data
-    names = covariate_columns(frame, [*used, time_col, id_col])
+    names = covariate_columns(frame, [*used, time_col, id_col], id_col)
     if not names:
         return list(series)
     out = []
@@ -66,7 +66,13 @@ def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
         t_rows, _ = as_stamps(s, rows[time_col])
         values = future_values(names, rows.rename(columns={time_col: "ds"}), s.ds, s.t, t_rows,
                                f"series {s.unique_id!r}", source="the training data")
-        out.append(dataclasses.replace(s, covariates=pd.DataFrame(values, columns=names)))
+        # A covariate constant over the training data says nothing the level does not (its
+        # standardised values are all 0): it is left out, and its future is not needed.
+        varies = np.ptp(values, axis=0) > 0 if len(values) else np.zeros(len(names), bool)
+        if varies.any():
+            kept = [n for n, v in zip(names, varies, strict=True) if v]
+            s = dataclasses.replace(s, covariates=pd.DataFrame(values[:, varies], columns=kept))
+        out.append(s)
     return out
 
 

@@ -71,7 +71,8 @@ def read_series(
         )
     if isinstance(data, pd.DataFrame | str | Path):
         out = attach_covariates(out, data, time_col=time_col, id_col=id_col, sep=d.sep,
-                                used=[target_col, d.split_col, *NOT_COVARIATES])
+                                used=[target_col, d.split_col, getattr(d, "noise_col", None),
+                                      *NOT_COVARIATES])
     seen: set[str] = set()
     for s in out:
         if s.unique_id in seen:
