@@ -323,3 +323,14 @@ def test_cli_fit_with_future(smc_fits, tmp_path):
     missing = CliRunner().invoke(app, args)
     assert missing.exit_code != 0
     assert "future values" in missing.output and "--future" in missing.output
+
+
+def test_cross_validation_takes_future_covariates_from_the_frame(smc_fits):
+    df, with_x, _ = smc_fits
+    cv = AutoGP(config=SMC, progress=False).cross_validation(df, h=FIT_H, n_windows=1)
+    test = df.iloc[FIT_N:]
+    # The window's fit is the fit of the truncated frame (same seed), forecast with the
+    # frame's own covariates after the cutoff.
+    separate = with_x.predict(FIT_H, X_df=test[["ds", "x"]])
+    np.testing.assert_array_equal(cv["AutoGP"].to_numpy(), separate["AutoGP"].to_numpy())
+    np.testing.assert_array_equal(cv["y"].to_numpy(), test["y"].to_numpy())
