@@ -20,6 +20,7 @@ import pandas as pd
 
 from autogp.data import DataError, TimeSeries
 from autogp.data.covariates import covariate_columns, future_values
+from autogp.data.header import csv_columns
 from autogp.data.timeaxis import to_microseconds
 from autogp.forecast.explain import additive_terms, product_factors
 from autogp.inference.posterior import Posterior
@@ -51,7 +52,10 @@ def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
     path) attached at their observations' times; unchanged when it has none. ``used``: the
     columns that are not covariates (id, time, target, split ...)."""
     if isinstance(data, str | Path):
-        data = pd.read_csv(data, sep=sep, engine="python" if sep is None else None)
+        if time_col not in csv_columns(data, sep):  # headerless: ds, y (and an id) only
+            return list(series)
+        data = pd.read_csv(data, sep=sep, engine="python" if sep is None else None,
+                           comment="#")
     if not isinstance(data, pd.DataFrame):
         return list(series)
     frame = data.reset_index() if time_col not in data.columns and data.index.name == time_col \
