@@ -39,7 +39,7 @@ def main() -> None:
         mae = np.mean(np.abs(fc["AutoGP"].to_numpy() - y))
         print(f"December MAE {name}: {mae:.2f} GW")
 
-    parts = model.decompose(df["ds"], X_df=test)
+    parts = model.decompose(df["ds"].iloc[-60:], X_df=df)  # X_df: every date has covariates
     print(parts[["ds", "trend", "covariates", "fitted"]].tail(5).to_string(index=False))
 
 
