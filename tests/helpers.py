@@ -94,10 +94,14 @@ def random_params(rng: np.random.Generator, op: int) -> tuple[float, ...]:
     return tuple(values)
 
 
+#: The atoms on time (covariate atoms read inputs these helpers' 1-D times do not have).
+TIME_ATOMS = tuple(op for op in spec.ATOMS if op not in spec.COVARIATE_ATOMS)
+
+
 def random_expression(
     rng: np.random.Generator,
     max_depth: int,
-    atoms: Sequence[int] = spec.ATOMS,
+    atoms: Sequence[int] = TIME_ATOMS,
     ops: Sequence[int] = (spec.PLUS, spec.TIMES, spec.CP),
     operator_probability: float = 0.6,
 ) -> Kernel:

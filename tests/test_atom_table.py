@@ -31,7 +31,8 @@ AXIS = TimeAxis("datetime", "months", pd.Timestamp("1949-01-01"))
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
 def test_row_states_every_fact(row: AtomRow):
     assert isinstance(row.opcode, int) and row.opcode not in (spec.EMPTY, *spec.OPERATORS)
-    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", row.name)  # a name token of the text form
+    # a name token of the text form (covariate atoms: LIN[k])
+    assert re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?", row.name)
     assert row.class_name.isidentifier() and row.title and row.formula
     assert 1 <= len(row.params) <= MAX_PARAMS
     assert len(set(row.param_names)) == len(row.params)
@@ -90,6 +91,9 @@ def test_stationary_flag_says_whether_the_value_is_shift_invariant(row: AtomRow)
     theta = jnp.asarray(_theta(row, 0))
     shifted = np.asarray(row.value(theta, T1 + 0.37, T2 + 0.37))
     invariant = np.allclose(shifted, np.asarray(row.value(theta, T1, T2)), rtol=1e-12, atol=0)
+    if row.input:  # a covariate atom: its input is not time, so it is never stationary in time
+        assert not row.stationary
+        return
     assert invariant == row.stationary
 
 
@@ -146,12 +150,16 @@ def test_transforms_units_and_priors_come_from_the_rows():
 def test_explain_reads_every_atom_by_its_row():
     roles = {
         "polynomial": "trend", "constant": "trend", "level": "trend",
-        "seasonal": "seasonal", "smooth": "smooth", "noise": "noise",
+        "seasonal": "seasonal", "smooth": "smooth", "noise": "noise", "covariate": "covariates",
     }  # fmt: skip
     for row in ROWS:
         expr = kernel_class(row.opcode)(*random_params(np.random.default_rng(4), row.opcode))
         params = dict(zip(row.param_names, expr.params, strict=True))
-        assert explain.describe(expr, AXIS) == row.reading(params, explain.AxisWords(AXIS))
+        reading = row.reading(params, explain.AxisWords(AXIS))
+        if row.input:  # covariate atoms add their length scale in the covariate's units
+            assert explain.describe(expr, AXIS).startswith(reading)
+        else:
+            assert explain.describe(expr, AXIS) == reading
         assert explain.role(expr) == row.role
         assert explain.classify_term(expr) == roles[row.role]
 
@@ -159,9 +167,11 @@ def test_explain_reads_every_atom_by_its_row():
 def test_grammar_and_config_defaults_share_the_table():
     defaults = GrammarWeights()
     for op, weight in spec.DEFAULT_WEIGHTS.items():
-        assert getattr(defaults, spec.KEYS[op]) == weight
         assert gr.DEFAULT_WEIGHTS.get(op, 0.0) == weight
-    assert set(defaults.as_dict()) == {spec.KEYS[op] for op in (*spec.ATOMS, *spec.OPERATORS)}
+        if op not in spec.COVARIATE_ATOMS:  # a fit weighs those by its covariates
+            assert getattr(defaults, spec.KEYS[op]) == weight
+    assert set(defaults.as_dict()) == {spec.KEYS[op] for op in (*spec.ATOMS, *spec.OPERATORS)
+                                       if op not in spec.COVARIATE_ATOMS}
     assert {row.opcode: row.weight for row in ROWS}.items() <= spec.DEFAULT_WEIGHTS.items()
     grammar = gr.Grammar.default()
     assert grammar.weights == tuple(spec.DEFAULT_WEIGHTS.get(op, 0.0) for op in range(spec.NUM_OPS))

@@ -20,7 +20,7 @@ from autogp.evaluator.gram import constrain as gram_constrain
 from autogp.kernels import GE, SE, Const, WhiteNoise, pack, spec, to_text
 from autogp.kernels import constrain as kernels_constrain
 from autogp.kernels.transforms import GAMMA_LOGIT_MAX
-from tests.helpers import assert_allclose, random_expression
+from tests.helpers import TIME_ATOMS, assert_allclose, random_expression
 from tests.reference_numpy import gram_numpy
 
 GRAM = jax.jit(gram)
@@ -92,7 +92,7 @@ def _gram_small(exprs, x1, x2):
 def test_gram_equals_numpy_reference_for_random_trees(max_depth):
     exprs, ops, params, x1, x2 = _BATCHES[max_depth]
     # The sample exercises every atom and operator, and the boundary gamma = 2 (packed clipped).
-    assert set(spec.ATOMS) | set(spec.OPERATORS) <= set(np.unique(ops).tolist())
+    assert set(TIME_ATOMS) | set(spec.OPERATORS) <= set(np.unique(ops).tolist())
     gammas = np.asarray(kernels_constrain(jnp.asarray(ops), jnp.asarray(params)))[..., 1]
     assert np.any(gammas[ops == spec.GE] == 2.0)
     assert np.any(params[ops == spec.GE][:, 1] == GAMMA_LOGIT_MAX)
@@ -169,7 +169,7 @@ def test_gram_vjp_matches_finite_differences(max_depth, count):
     exprs = [random_expression(rng, max_depth) for _ in range(count)]
     ops, params = pack(exprs, max_depth)
     if max_depth == 3:
-        assert set(spec.ATOMS) | set(spec.OPERATORS) <= set(np.unique(ops).tolist())
+        assert set(TIME_ATOMS) | set(spec.OPERATORS) <= set(np.unique(ops).tolist())
     x1 = np.sort(_points(rng, 20))  # with repeated points: r = 0 off the diagonal
     x2 = rng.uniform(-0.1, 1.1, 13)
     weights = jnp.asarray(rng.normal(size=(count, 20, 13)))

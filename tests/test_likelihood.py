@@ -40,7 +40,7 @@ from autogp.kernels import (
     unpack,
 )
 from autogp.kernels.transforms import GAMMA_LOGIT_MAX
-from tests.helpers import assert_allclose, random_expression
+from tests.helpers import TIME_ATOMS, assert_allclose, random_expression
 from tests.reference_numpy import gram_numpy
 
 # --- the shared compiled function -----------------------------------------------------------------
@@ -127,7 +127,7 @@ def test_log_marginal_likelihood_equals_scipy_logpdf_unmasked_and_masked():
             for p, expr in enumerate(exprs):
                 expected = _reference_logpdf(expr, np.exp(noise[p]), X, Y, mask)
                 assert_allclose(values[p], expected, err_msg=f"{name}: {to_text(expr)}")
-    assert set(spec.ATOMS) <= seen
+    assert set(TIME_ATOMS) <= seen
 
 
 def test_masked_points_do_not_matter():
@@ -342,7 +342,7 @@ _UNCONSTRAINED = {
     spec.T_GAMMA: st.one_of(st.just(GAMMA_LOGIT_MAX), st.floats(-5.0, 8.0)),
     spec.T_IDENTITY: st.floats(-1.0, 2.0),
 }
-_CHOICES = spec.ATOMS + spec.OPERATORS
+_CHOICES = TIME_ATOMS + spec.OPERATORS
 
 
 @st.composite
@@ -352,7 +352,7 @@ def _packed_tree(draw):
     params = np.zeros((S, spec.MAX_PARAMS))
 
     def fill(slot, depth):
-        op = draw(st.sampled_from(_CHOICES if depth < DEPTH else spec.ATOMS))
+        op = draw(st.sampled_from(_CHOICES if depth < DEPTH else TIME_ATOMS))
         ops[slot] = op
         for k in range(spec.NUM_PARAMS[op]):
             params[slot, k] = draw(_UNCONSTRAINED[int(spec.TRANSFORMS[op, k])])

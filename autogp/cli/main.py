@@ -39,6 +39,7 @@ from autogp.cli.options import (
     DEFAULTS,
     BackendOption,
     ConfigOption,
+    FutureOption,
     IdColOption,
     LatentOption,
     LevelOption,
@@ -58,6 +59,7 @@ from autogp.cli.options import (
     cli_spelling,
     config_default,
     config_spelling,
+    read_future,
 )
 from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
@@ -291,6 +293,7 @@ def fit(
     target_col: TargetColOption = None,
     id_col: IdColOption = None,
     noise_col: NoiseColOption = None,
+    future: FutureOption = None,
     config: ConfigOption = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Missing values are errors, not dropped.",
@@ -352,6 +355,7 @@ def fit(
         model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col,
                   noise_col=noise_col, resume=resume)
     report_unfitted(err, model.errors)
+    future_df = read_future(future, time_col, id_col, model.config)
     if not quiet:
         n = sum(model.series(u).n for u in model.unique_ids)
         _note(
@@ -367,6 +371,7 @@ def fit(
             level=levels,
             quantiles=quantile or None,
             include_noise=False if latent else None,
+            X_df=future_df,
         )
     if explain:
         print_explanation(err, model, top=5)
@@ -385,7 +390,7 @@ def fit(
     if components is not None:
         from autogp import plots
 
-        plots.save_figure(plots.plot_components(model.decompose()), components)
+        plots.save_figure(plots.plot_components(model.decompose(X_df=future_df)), components)
     if not fit_only:
         write_csv(forecast, output)
     if not quiet:
@@ -408,6 +413,7 @@ def forecast(
     level: LevelOption = None,
     quantile: QuantileOption = None,
     latent: LatentOption = False,
+    future: FutureOption = None,
 ) -> None:
     """Forecast with a saved model."""
     from autogp.forecast.model import load
@@ -419,6 +425,7 @@ def forecast(
         level=levels,
         quantiles=quantile or None,
         include_noise=False if latent else None,
+        X_df=read_future(future, None, None, model.config),
     )
     if plot is not None:
         from autogp import plots

@@ -127,6 +127,40 @@ NoiseColOption = Annotated[
                  "(data units), added to the learned noise.",
                  show_default="none, config data.noise_col"),
 ]
+FutureOption = Annotated[
+    Path | None,
+    typer.Option(help="CSV of the covariates' future values: the time column, every covariate "
+                 "column of the data (its extra numeric columns) and, for panels, the id "
+                 "column, with a row for every forecast date.",
+                 show_default="none: data without covariates"),
+]
+
+
+def read_future(path: Path | None, time_col: str | None, id_col: str | None,
+                config: Config) -> object:
+    """The ``--future`` file as ``X_df`` (columns ``ds``, ``unique_id`` and the covariates)."""
+    if path is None:
+        return None
+    import pandas as pd
+
+    from autogp.data import DataError
+
+    try:
+        sep = config.data.sep
+        frame = pd.read_csv(path, sep=sep, engine="python" if sep is None else None)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"--future {path}: cannot read it as CSV: {exc}") from None
+    time_col = time_col or config.data.time_col
+    if time_col not in frame.columns:
+        raise DataError(f"--future {path}: no time column {time_col!r} (columns: "
+                        f"{list(frame.columns)})", column=time_col)
+    renames = {time_col: "ds"}
+    id_col = id_col or config.data.id_col
+    if id_col is not None and id_col in frame.columns:
+        renames[id_col] = "unique_id"
+    return frame.rename(columns=renames)
+
+
 ConfigOption = Annotated[
     Path | None, typer.Option("--config", "-c", help="TOML config.", show_default="none")
 ]

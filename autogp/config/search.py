@@ -26,7 +26,7 @@ def _weight(default: float, what: str) -> Any:
 
 
 class _GrammarWeightsMethods:
-    ATOMS = tuple(_spec.KEYS[op] for op in _spec.ATOMS)
+    ATOMS = tuple(_spec.KEYS[op] for op in _spec.ATOMS if op not in _spec.COVARIATE_ATOMS)
     OPERATORS = tuple(_spec.KEYS[op] for op in _spec.OPERATORS)
 
     def as_dict(self) -> dict[str, float]:
@@ -48,6 +48,7 @@ GrammarWeights = make_dataclass(
     [
         (_spec.KEYS[op], float, _weight(w, f"{_spec.KEYS[op]} ({_spec.TITLES[op]})"))
         for op, w in sorted(_spec.DEFAULT_WEIGHTS.items(), key=lambda item: (item[1] == 0, item[0]))
+        if op not in _spec.COVARIATE_ATOMS
     ],
     bases=(_GrammarWeightsMethods,),
     frozen=True,
@@ -69,6 +70,9 @@ class GrammarConfig:
     max_depth: int = setting(DEFAULT_MAX_DEPTH, "deepest kernel tree (root = depth 0)", lo=1,
                              hi=MAX_SUPPORTED_DEPTH)
     weights: GrammarWeights = section(GrammarWeights, "structure-prior weights")
+    covariate_weight: float = setting(
+        6.0, "prior weight of each covariate's atoms (LIN[c] gets 2/3 of it, SE[c] 1/3); used "
+        "only for data with covariates (extra numeric columns)", lo=0.0, hi=1e6)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,27 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _checked_covariates(series: TimeSeries) -> pd.DataFrame:
+    """``series.covariates`` as a float64 frame indexed 0..n-1, or a DataError naming the
+    column and the time of a value that is missing or not a number."""
+    cov = series.covariates
+    if not isinstance(cov, pd.DataFrame) or len(cov) != series.t.size:
+        raise DataError(f"series {series.unique_id!r}: covariates must be a DataFrame with one "
+                        f"row per observation ({series.t.size})")
+    out = {}
+    for name in cov.columns:
+        values = pd.to_numeric(cov[name], errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            at = series.ds[bad[0]]
+            at = at.strftime("%Y-%m-%d") if isinstance(at, pd.Timestamp) and at == at.normalize() \
+                else at
+            raise DataError(f"series {series.unique_id!r}: covariate {name!r} has no finite "
+                            f"number at {at} ({cov[name].iloc[bad[0]]!r})", column=str(name))
+        out[str(name)] = values
+    return pd.DataFrame(out, index=range(series.t.size), columns=[str(c) for c in cov.columns])
+
+
 @dataclass(frozen=True, eq=False)
 class TimeSeries:
     """One univariate series, validated and sorted by time.
@@ -39,6 +60,8 @@ class TimeSeries:
             window's fit is the fit of the truncated series.
         noise_sd: optional known measurement-error standard deviations of the observations
             (data units, finite, >= 0), same length as ``t``; ``None``: none known.
+        covariates: optional float64 DataFrame, one row per observation (in the order of
+            ``t``) and one named column per covariate (exogenous regressor), all finite.
 
     The arrays are read-only copies. Use :meth:`train`/:meth:`test` for the split parts.
     """
@@ -52,6 +75,7 @@ class TimeSeries:
     end_t: float | None = field(default=None, repr=False)
     key_id: str | None = field(default=None, repr=False)
     noise_sd: np.ndarray | None = field(default=None, repr=False)
+    covariates: pd.DataFrame | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         t = np.asarray(self.t, dtype=np.float64)
@@ -91,6 +115,8 @@ class TimeSeries:
                 raise DataError(f"series {self.unique_id!r}: end_t must be finite and not "
                                 f"before the last observation, got {self.end_t!r}")
             object.__setattr__(self, "end_t", None if t.size and end == t[-1] else end)
+        if self.covariates is not None:
+            object.__setattr__(self, "covariates", _checked_covariates(self))
 
     # ---- basics ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -139,8 +165,9 @@ class TimeSeries:
         sub_sd = None if self.noise_sd is None else self.noise_sd[mask]
         # The missing stamps after the last observation belong to a subset that keeps it.
         end = self.end_t if mask.size and mask[-1] else None
+        sub_cov = None if self.covariates is None else self.covariates[mask]
         return replace(self, t=self.t[mask], y=self.y[mask], is_test=sub_test, stamps=sub_stamps,
-                       end_t=end, noise_sd=sub_sd)
+                       end_t=end, noise_sd=sub_sd, covariates=sub_cov)
 
     def last(self, n: int) -> TimeSeries:
         """The ``n`` most recent observations (all of them when ``n`` is at least :attr:`n`)."""

@@ -36,8 +36,8 @@ def _operator_adjoints(op, theta, t1, t2, kids, adj):
     no_grad = jnp.zeros((spec.MAX_PARAMS,), adj.dtype)
 
     def cp():
-        s1, g1, h1 = leaves.cp_sigmoid(theta, t1)
-        s2, g2, h2 = leaves.cp_sigmoid(theta, t2)
+        s1, g1, h1 = leaves.cp_sigmoid(theta, leaves.time_column(t1))
+        s2, g2, h2 = leaves.cp_sigmoid(theta, leaves.time_column(t2))
         b_left = adj * kids[0]
         b_right = adj * kids[1]
 
@@ -67,12 +67,18 @@ def _operator_adjoints(op, theta, t1, t2, kids, adj):
 
 
 def _leaf_vjp(op, theta, t1, t2, adj):
-    # One branch per opcode (as in ``node_value``): atoms need not have consecutive opcodes.
+    # One branch per opcode (as in ``node_value``): atoms need not have consecutive opcodes;
+    # the covariate atoms of a kind share one (``leaves.BRANCH``).
     no_grad = lambda: jnp.zeros((spec.MAX_PARAMS,), adj.dtype)
-    branches = [no_grad] * spec.NUM_OPS
+    branches = [no_grad] * (leaves.NUM_BRANCHES - 1)
+    time1, time2 = leaves.time_column(t1), leaves.time_column(t2)
     for op_ in spec.ATOMS:
-        branches[op_] = functools.partial(leaves.VJP[op_], theta, t1, t2, adj)
-    return jax.lax.switch(op, branches)
+        if leaves.BRANCH[op_] == op_:
+            branches[op_] = functools.partial(leaves.VJP[op_], theta, time1, time2, adj)
+    z1, z2 = leaves.input_column(t1, op), leaves.input_column(t2, op)
+    for branch, op_ in leaves.COVARIATE_BRANCHES.items():
+        branches[branch] = functools.partial(leaves.VJP[op_], theta, z1, z2, adj)
+    return jax.lax.switch(jnp.asarray(leaves.BRANCH)[op], branches)
 
 
 def _leaf_vjp_lags(op, theta, lags, a):

@@ -86,14 +86,23 @@ def lag_sums(A):
     return upper[:n] + lower
 
 
-def _leaf_branches(theta, t1, t2, lags=None):
-    """``lax.switch`` branches by opcode for nodes that read no children: every atom's formula,
-    and with ``lags`` the expansion of a lag vector to its Toeplitz matrix (``EXPAND``)."""
-    branches = [lambda: jnp.zeros((t1.shape[0], t2.shape[0]), t1.dtype)] * spec.NUM_OPS
+def _leaf_branches(theta, t1, t2, lags=None, op=0):
+    """``lax.switch`` branches (indexed by ``leaves.BRANCH[op]``) for nodes that read no
+    children: every atom's formula on its input, and with ``lags`` the expansion of a lag
+    vector to its Toeplitz matrix (``EXPAND``)."""
+    time1, time2 = leaves.time_column(t1), leaves.time_column(t2)
+    z1, z2 = leaves.input_column(t1, op), leaves.input_column(t2, op)
+    zeros = lambda: jnp.zeros((t1.shape[0], t2.shape[0]), t1.dtype)  # noqa: E731
+    branches = [zeros] * leaves.NUM_BRANCHES
     for op_ in spec.ATOMS:
-        branches[op_] = functools.partial(leaves.VALUE[op_], theta, t1, t2)
+        if leaves.BRANCH[op_] == op_:
+            branches[op_] = functools.partial(leaves.VALUE[op_], theta, time1, time2)
+    for branch, op_ in leaves.COVARIATE_BRANCHES.items():
+        branches[branch] = functools.partial(leaves.VALUE[op_], theta, z1, z2)
     if lags is not None:
-        branches.append(lambda: toeplitz(lags))
+        branches[-1] = lambda: toeplitz(lags)
+    else:
+        branches = branches[:-1]
     return branches
 
 
@@ -102,8 +111,8 @@ def _operator_branches(theta, t1, t2, kids):
     the children's values ``kids`` ``[2, N1, N2]``."""
 
     def cp():
-        s1, _, _ = leaves.cp_sigmoid(theta, t1)
-        s2, _, _ = leaves.cp_sigmoid(theta, t2)
+        s1, _, _ = leaves.cp_sigmoid(theta, leaves.time_column(t1))
+        s2, _, _ = leaves.cp_sigmoid(theta, leaves.time_column(t2))
         left = s1[:, None] * s2[None, :] * kids[0]
         return left + (1 - s1)[:, None] * (1 - s2)[None, :] * kids[1]
 
@@ -123,10 +132,10 @@ def node_value(op, theta, t1, t2, buf, slot, lags=None):
     ``lags`` (regular grids only): the node's value as a lag vector, which ``op = NUM_OPS``
     expands to its Toeplitz matrix (a stationary node whose parent needs the full matrix).
     """
-    branches = _leaf_branches(theta, t1, t2, lags)
+    branches = _leaf_branches(theta, t1, t2, lags, op)
     operators = _operator_branches(theta, t1, t2, children(buf, slot))
     branches[spec.PLUS : spec.PLUS + len(operators)] = operators
-    return jax.lax.switch(op, branches)
+    return jax.lax.switch(jnp.asarray(leaves.BRANCH)[op], branches)
 
 
 def _walk_values(ops, theta, x1, x2, leaf_list, operator_list, leaf_value):
@@ -164,7 +173,9 @@ def gram_values(ops, theta, x1, x2):
     is_operator = jnp.asarray(spec.IS_OPERATOR)[ops]
 
     def leaf_value(p, slot):
-        return jax.lax.switch(ops[p, slot], _leaf_branches(theta[p, slot], x1[p], x2[p]))
+        op = ops[p, slot]
+        return jax.lax.switch(jnp.asarray(leaves.BRANCH)[op],
+                              _leaf_branches(theta[p, slot], x1[p], x2[p], op=op))
 
     return _walk_values(
         ops, theta, x1, x2,
@@ -250,7 +261,8 @@ def gram_values_grid(ops, theta, x):
 
     def leaf_value(p, slot):
         op = jnp.where(stationary[p, slot], EXPAND, ops[p, slot])
-        return jax.lax.switch(op, _leaf_branches(theta[p, slot], x[p], x[p], lagbuf[p, slot]))
+        return jax.lax.switch(jnp.asarray(leaves.BRANCH)[op],
+                              _leaf_branches(theta[p, slot], x[p], x[p], lagbuf[p, slot], op))
 
     return _walk_values(
         ops, theta, x, x,

@@ -138,6 +138,7 @@ def series_windows(
             series.t[seen], series.y[seen], window_name(uid, cutoff), series.axis, None,
             series.ds[seen], cutoff_t, key_id=uid if panel else None,
             noise_sd=None if series.noise_sd is None else series.noise_sd[seen],
+            covariates=None if series.covariates is None else series.covariates[seen],
         )
         # statsforecast forecasts the next h rows; on a grid without gaps they are the next
         # h steps, forecast exactly as predict(h) of the truncated data does.
@@ -163,7 +164,9 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
             f"series {series.unique_id!r} was fitted in {fit.scaler.units} units, which need "
             f"positive values; the data up to a later cutoff hold {y_new.min()!r}"
         )
-    mean, cov = fit.predictive(t_new, include_noise=True, full_cov=True)
+    future = None if series.covariates is None else series.covariates[new]
+    mean, cov = fit.predictive(t_new, include_noise=True, full_cov=True,
+                               covariates=None if future is None else future.to_numpy())
     if series.noise_sd is not None:  # the added observations' known variances
         cov = cov + np.diag(fit.scaler.forward_var(y_new, series.noise_sd[new]))
     resid = fit.scaler.forward_y(y_new)[None, :] - mean
@@ -184,12 +187,21 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
         old.axis, None, old.ds.append(series.ds[new]), end, key_id=old.key_id,
         noise_sd=None if old.noise_sd is None or series.noise_sd is None
         else np.concatenate([old.noise_sd, series.noise_sd[new]]),
+        covariates=None if future is None else pd.concat([old.covariates, future]),
     )
     return dataclasses.replace(
         fit, series=extended, log_weights=log_weights - log_evidence,
         log_marginal_likelihood=float(fit.log_marginal_likelihood) + log_evidence,
         added=fit.added + int(t_new.size),
     )
+
+
+def known_covariates(series: TimeSeries) -> pd.DataFrame | None:
+    """The series' own covariates as ``X_df`` (``ds`` and the columns): cross-validation takes
+    a window's future covariates from the frame itself."""
+    if series.covariates is None:
+        return None
+    return series.covariates.assign(ds=series.ds)
 
 
 def cross_validation(
@@ -256,7 +268,8 @@ def cross_validation(
                 continue
         if fit is None:
             continue
-        fc = predict_frame([fit], config, w.horizon, level=level)
+        fc = predict_frame([fit], config, w.horizon, level=level,
+                           X_df=known_covariates(by_series[w.unique_id]))
         fc.insert(2, "cutoff", w.cutoff)
         fc.insert(3, "y", w.y_test)
         fc["unique_id"] = w.unique_id
@@ -274,4 +287,5 @@ def cross_validation(
 
 
 __all__ = ["CV_KEYS", "MODEL_NAME", "Window", "condition_on", "cross_validation",
+           "known_covariates",
            "series_windows", "stamp_text", "stamps_of", "window_name"]

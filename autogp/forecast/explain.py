@@ -14,7 +14,9 @@ atoms (``AtomRow.role`` in ``autogp.kernels.atom_table``):
 * ``"trend"``: polynomial, constant and level atoms (``LIN``, ``CONST``, ``BM``: a random-walk
   level) and products with such a factor (no seasonal atom);
 * ``"smooth"``: smooth variation, ``GE``/``SE``/``M12``/``M32``/``M52``/``RQ`` and their
-  products (no seasonal or trend atom).
+  products (no seasonal or trend atom);
+* ``"covariates"``: any term with a covariate atom (``LIN[temp]``, ``SE[temp]``): its part of
+  the series moves with the covariates (only fits with covariates have this component).
 
 Each atom's own reading (``AtomRow.reading``) comes from the table too; this module combines them.
 """
@@ -26,9 +28,12 @@ import math
 import pandas as pd
 
 from autogp.data import TimeAxis
+from autogp.data.covariates import CovariateScaling
 from autogp.kernels import Kernel, leaves, spec
 
 COMPONENTS = ("trend", "seasonal", "smooth", "changepoint", "noise")
+#: The component of the terms with a covariate atom (in a decomposition of a fit with covariates).
+COVARIATE_COMPONENT = "covariates"
 TREND_ROLES = frozenset({"polynomial", "constant", "level"})
 
 
@@ -56,6 +61,8 @@ def product_factors(expr: Kernel) -> list[Kernel]:
 def classify_term(term: Kernel) -> str:
     """The component a term belongs to: one of :data:`COMPONENTS` (see the module docstring)."""
     roles = {role(leaf) for leaf in leaves(term)}
+    if "covariate" in roles:
+        return COVARIATE_COMPONENT
     if "seasonal" in roles:
         return "seasonal"
     if term.opcode == spec.CP:
@@ -154,10 +161,22 @@ def periodic_phrase(period: float, axis: TimeAxis) -> str:
 
 
 class AxisWords:
-    """The ``atom_row.Words`` an atom's reading uses, on one time axis."""
+    """The ``atom_row.Words`` an atom's reading uses, on one time axis (and the covariates'
+    names and scales, for the covariate atoms)."""
 
-    def __init__(self, axis: TimeAxis) -> None:
+    def __init__(self, axis: TimeAxis, covariates: CovariateScaling | None = None) -> None:
         self.axis = axis
+        self.covariates = covariates
+
+    def covariate(self, op: int, params: dict[str, float]) -> str:
+        """A covariate atom in words, its length scale in the covariate's units."""
+        k = int(spec.INPUT[op])
+        cov = self.covariates
+        name = cov.names[k - 1] if cov is not None and k <= len(cov.names) else f"covariate {k}"
+        if "l" not in params:
+            return f"linear effect of {name}"
+        scale = cov.scale[k - 1] if cov is not None and k <= len(cov.scale) else 1.0
+        return f"smooth effect of {name} (varying over ~{params['l'] * scale:.3g} of {name})"
 
     def length(self, duration: float) -> str:
         return _length(duration, self.axis)
@@ -166,10 +185,13 @@ class AxisWords:
         return periodic_phrase(period, self.axis)
 
 
-def _atom(expr: Kernel, axis: TimeAxis) -> str:
+def _atom(expr: Kernel, axis: TimeAxis, covariates: CovariateScaling | None = None) -> str:
     """An atom on its own, read by its row of the atom table."""
     params = {name: float(value) for name, value in expr.param_dict.items()}
-    return spec.ROW_OF_OPCODE[expr.opcode].reading(params, AxisWords(axis))
+    words = AxisWords(axis, covariates)
+    if role(expr) == "covariate":
+        return words.covariate(expr.opcode, params)
+    return spec.ROW_OF_OPCODE[expr.opcode].reading(params, words)
 
 
 _POLY = {1: "linear", 2: "quadratic", 3: "cubic"}
@@ -179,13 +201,14 @@ def _grows(n_lin: int) -> str:
     return {1: "linearly", 2: "quadratically", 3: "cubically"}.get(n_lin, f"as t^{n_lin}")
 
 
-def _product(factors: list[Kernel], axis: TimeAxis) -> str:
+def _product(factors: list[Kernel], axis: TimeAxis,
+             covariates: CovariateScaling | None = None) -> str:
     per = [f for f in factors if role(f) == "seasonal"]
     n_lin = sum(role(f) == "polynomial" for f in factors)
     smooth = [f for f in factors if role(f) == "smooth"]
     noise = [f for f in factors if role(f) == "noise"]
     # Constants only scale a product; levels and sub-expressions are read on their own.
-    other = [f for f in factors if role(f) in ("level", None)]
+    other = [f for f in factors if role(f) in ("level", "covariate", None)]
     modifiers: list[str] = []
     if per:
         base = _atom(per[0], axis)
@@ -207,15 +230,17 @@ def _product(factors: list[Kernel], axis: TimeAxis) -> str:
             modifiers.append(f"whose amplitude grows {_grows(n_lin)}")
     elif n_lin:
         base = f"{_POLY.get(n_lin, f'degree-{n_lin} polynomial')} trend"
+    elif other:  # constants only scale what the other factors say
+        return " x ".join(describe(o, axis, covariates) for o in other)
     else:
         base = "constant offset"
     text = " ".join([base, " and ".join(modifiers)]) if modifiers else base
     if other:
-        text = " x ".join([text, *(f"({describe(o, axis)})" for o in other)])
+        text = " x ".join([text, *(f"({describe(o, axis, covariates)})" for o in other)])
     return text
 
 
-def describe(expr: Kernel, axis: TimeAxis) -> str:
+def describe(expr: Kernel, axis: TimeAxis, covariates: CovariateScaling | None = None) -> str:
     """A one-line plain-English reading of a kernel expression in data units.
 
     >>> from autogp.data import TimeAxis
@@ -224,21 +249,25 @@ def describe(expr: Kernel, axis: TimeAxis) -> str:
     >>> from autogp.kernels import parse
     >>> describe(parse("LIN + PER(l=1.0, period=12.0; amp=1.0) * LIN"), axis)
     'linear trend + yearly seasonality (period 12 months) whose amplitude grows linearly'
+
+    ``covariates``: the fit's covariate scaling, to name covariate atoms and put their length
+    scales in the covariates' units.
     """
     op = expr.opcode
     if op == spec.PLUS:
-        return " + ".join(describe(t, axis) for t in additive_terms(expr))
+        return " + ".join(describe(t, axis, covariates) for t in additive_terms(expr))
     if op == spec.TIMES:
-        return _product(product_factors(expr), axis)
+        return _product(product_factors(expr), axis, covariates)
     if op == spec.CP:
         p = expr.param_dict
         where = format_time(float(p["location"]), axis)
-        before, after = (describe(c, axis) for c in expr.children)
+        before, after = (describe(c, axis, covariates) for c in expr.children)
         return f"change point at {where}: before, {before}; after, {after}"
-    return _atom(expr, axis)
+    return _atom(expr, axis, covariates)
 
 
 __all__ = [
+    "COVARIATE_COMPONENT",
     "COMPONENTS",
     "TREND_ROLES",
     "AxisWords",

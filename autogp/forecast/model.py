@@ -31,18 +31,19 @@ from autogp._x64 import with_x64
 from autogp.config import Config, load_config
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast.columns import MODEL_NAME, level_columns
+from autogp.forecast.covariates import covariates_at
 from autogp.forecast.crossval import cross_validation as rolling_forecasts
-from autogp.forecast.decompose import decomposition_frame
-from autogp.forecast.prediction import as_stamps, forecast_targets, predict_frame
+from autogp.forecast.decompose import decompose_frame
+from autogp.forecast.prediction import as_stamps, predict_frame
 from autogp.forecast.reading import read_panel, read_series
 from autogp.forecast.revise import RevisedData
 from autogp.forecast.tables import explanation, structure_table
 from autogp.forecast.update import update_groups, update_posterior
 from autogp.inference.posterior import Posterior
-from autogp.kernels import Kernel, pack, parse
+from autogp.kernels import Kernel
 from autogp.parallel.panel import fit_panel
 from autogp.pipeline import saveload
-from autogp.pipeline.fitting import fitting_window, num_inducing, series_scaler
+from autogp.pipeline.fitting import posterior_from_kernels
 
 
 class AutoGP(RevisedData):
@@ -266,33 +267,8 @@ class AutoGP(RevisedData):
         if model.config.data.effective_transform in ("auto", "evidence"):
             model.config = model.config.with_overrides({"data.transform": "none"})
         (series,) = read_series(data, model.config, time_col, target_col, None)[:1]
-        series, left_out, stride = fitting_window(series, model.config)
-        exprs = [k if isinstance(k, Kernel) else parse(k) for k in kernels]
-        ops, params = pack(exprs, max_depth=model.config.grammar.max_depth)
-        P = len(exprs)
-        noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (P,))
-        if np.any(noise_arr <= 0):
-            raise ValueError("noise variances must be positive")
-        w = np.ones(P) if weights is None else np.asarray(weights, dtype=np.float64)
-        if w.shape != (P,) or np.any(w < 0) or w.sum() <= 0:
-            raise ValueError(f"weights must be {P} non-negative numbers with a positive sum")
-        with np.errstate(divide="ignore"):
-            lw = np.log(w / w.sum())
-        scaler = series_scaler(series, model.config, stride)
-        model._fits = {
-            series.unique_id: Posterior(
-                series=series,
-                scaler=scaler,
-                ops=ops,
-                params=params,
-                noise=np.log(noise_arr).copy(),
-                log_weights=lw,
-                history={"count": [[series.n]]},
-                num_inducing=num_inducing(model.config, series.n),
-                left_out=left_out,
-                stride=stride,
-            )
-        }
+        fit = posterior_from_kernels(series, model.config, kernels, weights=weights, noise=noise)
+        model._fits = {series.unique_id: fit}
         return model
 
     # -- cross-validation ---------------------------------------------------------------------
@@ -386,6 +362,7 @@ class AutoGP(RevisedData):
         point: str | None = None,
         per_particle: bool = False,
         unique_id: str | Sequence[str] | None = None,
+        X_df: pd.DataFrame | None = None,
     ) -> pd.DataFrame:
         """Forecast: the mean of the particle mixture and its prediction intervals.
 
@@ -404,6 +381,10 @@ class AutoGP(RevisedData):
             per_particle: one row per (time, particle) with the particle's weight, structure,
                 mean and its own Gaussian intervals, instead of the mixture.
             unique_id: restrict to some series of a panel.
+            X_df: the covariates' future values, for a model fitted with covariates (extra
+                numeric columns of the training frame): ``ds``, every covariate column and,
+                for panels, ``unique_id``, with a row for every forecast date (statsforecast's
+                convention). A missing column, date or value is an error naming it.
 
         Intervals are exact quantiles of the Gaussian mixture (bisection on its CDF) mapped to
         data units; under a transform (log, Box-Cox) quantiles (the median included) are the
@@ -420,6 +401,7 @@ class AutoGP(RevisedData):
             include_noise=include_noise,
             point=point,
             per_particle=per_particle,
+            X_df=X_df,
         )
 
     @with_x64
@@ -431,6 +413,7 @@ class AutoGP(RevisedData):
         pointwise: bool = False,
         joint: bool = False,
         unique_id: str | None = None,
+        X_df: pd.DataFrame | None = None,
     ) -> float | np.ndarray:
         """Log predictive density of held-out observations, in data units.
 
@@ -440,8 +423,10 @@ class AutoGP(RevisedData):
         (and of the log or Box-Cox transform), so it is a density of ``y`` itself. Returns
         the sum (default) or the per-point values (``pointwise=True``). ``joint=True`` uses the
         particles' joint predictive over all points (full covariances) instead of the product
-        of marginals.
+        of marginals. A fit with covariates reads their values from the frame ``ds`` (its
+        covariate columns) or ``X_df``.
         """
+        frame = None
         if isinstance(ds, pd.DataFrame):
             frame = ds
             if "unique_id" in frame.columns and unique_id is None:
@@ -450,7 +435,7 @@ class AutoGP(RevisedData):
                     total.append(
                         np.atleast_1d(
                             self.log_predictive_density(
-                                g["ds"], g["y"], pointwise=True, joint=joint, unique_id=str(uid)
+                                g, pointwise=True, joint=joint, unique_id=str(uid), X_df=X_df
                             )
                         )
                     )
@@ -458,11 +443,12 @@ class AutoGP(RevisedData):
                 return values if pointwise else float(values.sum())
             ds, y = frame["ds"], frame["y"]
         fit = self._fit_of(unique_id)
-        t_new, _ = as_stamps(fit.series, ds)
+        t_new, stamps = as_stamps(fit.series, ds)
         y_obs = np.atleast_1d(np.asarray(y, dtype=np.float64))
         if y_obs.shape != t_new.shape:
             raise ValueError(f"ds and y differ in length: {t_new.size} and {y_obs.size}")
-        values = fit.log_predictive_density(t_new, y_obs, joint=joint)
+        values = fit.log_predictive_density(t_new, y_obs, joint=joint, covariates=covariates_at(
+            fit, t_new, stamps, X_df if X_df is not None else frame))
         if joint:
             return values
         return values if pointwise else float(values.sum())
@@ -486,7 +472,8 @@ class AutoGP(RevisedData):
     # -- decomposition ------------------------------------------------------------------------
     @with_x64
     def decompose(
-        self, ds: Any = None, *, unique_id: str | Sequence[str] | None = None
+        self, ds: Any = None, *, unique_id: str | Sequence[str] | None = None,
+        X_df: pd.DataFrame | None = None,
     ) -> pd.DataFrame:
         """Posterior-mean components of the fitted series, at past and future time stamps.
 
@@ -502,19 +489,13 @@ class AutoGP(RevisedData):
         transform everything, ``y`` included, is in the transformed units (``attrs["units"]``:
         "log" or "boxcox"; components add there, i.e. multiply in data units under log):
         a sum of components has no meaning after a nonlinear map back.
+
+        A fit with covariates has a ``covariates`` component (every term with a covariate
+        atom); future stamps need the covariates' values there (``X_df`` as in
+        :meth:`predict`), so by default only the training times are decomposed unless
+        ``X_df`` is given.
         """
-        h = self.config.forecast.horizon
-        parts = []
-        for fit in self._selected(unique_id):
-            if ds is None:
-                t_new = np.concatenate([fit.series.t, fit.series.future_t(h)])
-                ds_new = fit.series.ds.append(fit.series.future_ds(h))
-            elif isinstance(ds, pd.DataFrame):
-                t_new, ds_new = forecast_targets(fit.series, None, ds, h)
-            else:
-                t_new, ds_new = as_stamps(fit.series, ds)
-            parts.append(decomposition_frame(fit, t_new, ds_new))
-        return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+        return decompose_frame(self._selected(unique_id), ds, self.config.forecast.horizon, X_df)
 
     # -- persistence and plots ----------------------------------------------------------------
     def save(self, path: str | Path) -> Path:

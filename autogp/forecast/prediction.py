@@ -11,28 +11,17 @@ import pandas as pd
 
 from autogp.config import Config
 from autogp.data import DataError, TimeSeries
-from autogp.data.timeaxis import to_microseconds
 from autogp.forecast.columns import (
     MODEL_NAME,
     check_levels,
     check_quantiles,
     prediction_columns,
 )
+from autogp.forecast.covariates import as_stamps, covariates_at
 from autogp.inference.posterior import Posterior
 from autogp.kernels import structure
 
-
 # ---- where -----------------------------------------------------------------------------------
-def as_stamps(series: TimeSeries, ds: Any) -> tuple[np.ndarray, pd.Index]:
-    """Numeric times and output stamps for user-given future ``ds`` of one series."""
-    values = ds if isinstance(ds, pd.Index | pd.Series | np.ndarray | list | tuple) else [ds]
-    values = pd.Index(values) if not isinstance(values, pd.Index) else values
-    if series.axis.kind == "numeric":
-        t = series.axis.to_numeric(np.asarray(values, dtype=np.float64))
-        return t, pd.Index(np.asarray(values, dtype=np.float64))
-    us = to_microseconds(values, source="ds")
-    return series.axis.us_to_numeric(us), pd.DatetimeIndex(us.astype("datetime64[us]"))
-
 
 def forecast_targets(
     series: TimeSeries, horizon: Any, panel_frame: pd.DataFrame | None, default_horizon: int
@@ -63,15 +52,17 @@ def mixture_frame(
     qs: list[float],
     include_noise: bool,
     point: str = "mean",
+    covariates: np.ndarray | None = None,
 ) -> pd.DataFrame:
-    """The mixture forecast of one series: point, interval and quantile columns."""
+    """The mixture forecast of one series: point, interval and quantile columns
+    (``covariates``: ``[M, C]`` values at ``t_new`` for a fit with covariates)."""
     df = pd.DataFrame({"unique_id": post.unique_id, "ds": ds_new}, index=range(len(ds_new)))
     names, probs = prediction_columns(levels, qs)
     if len(t_new) == 0:
         for c in [MODEL_NAME, *names]:
             df[c] = np.zeros(0)
         return df
-    point_values, q = post.quantiles(t_new, probs, include_noise, point)
+    point_values, q = post.quantiles(t_new, probs, include_noise, point, covariates)
     df[MODEL_NAME] = point_values
     for name, row in zip(names, q, strict=True):
         df[name] = row
@@ -86,13 +77,14 @@ def particle_frame(
     qs: list[float],
     include_noise: bool,
     point: str = "mean",
+    covariates: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """One row per (time, particle): the particle's weight, structure, point forecast and its
     own Gaussian intervals and quantiles."""
     names, probs = prediction_columns(levels, qs)
-    points, bounds = post.particle_quantiles(t_new, probs, include_noise, point)
+    points, bounds = post.particle_quantiles(t_new, probs, include_noise, point, covariates)
     w = post.weights()
-    structures = [structure(e) for e in post.expressions()]
+    structures = [structure(e, post.covariates) for e in post.expressions()]
     P, M = points.shape
     rows = {
         "unique_id": np.full(P * M, post.unique_id, dtype=object),
@@ -120,9 +112,10 @@ def predict_frame(
     include_noise: bool | None = None,
     point: str | None = None,
     per_particle: bool = False,
+    X_df: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The forecast frame of ``posteriors`` (see :meth:`autogp.AutoGP.predict`); unset
-    arguments come from ``config.forecast``."""
+    arguments come from ``config.forecast``; ``X_df``: the covariates' future values."""
     fc = config.forecast
     if level is None:
         level = fc.levels if quantiles is None else ()
@@ -141,7 +134,8 @@ def predict_frame(
     parts = []
     for post in posteriors:
         t_new, ds_new = forecast_targets(post.series, horizon, frame, fc.horizon)
-        parts.append(make(post, t_new, ds_new, levels, qs, include_noise, point))
+        covariates = covariates_at(post, t_new, ds_new, X_df)
+        parts.append(make(post, t_new, ds_new, levels, qs, include_noise, point, covariates))
     return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
 
 

@@ -12,7 +12,11 @@ import pandas as pd
 from autogp.config import Config
 from autogp.data import DataError, TimeSeries, from_arrays, from_frame, read_csv
 from autogp.data.header import csv_columns
+from autogp.forecast.covariates import attach_covariates
 from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
+
+#: Columns of a training frame that are never covariates.
+NOT_COVARIATES = ("unique_id",)
 
 
 def read_series(
@@ -68,6 +72,10 @@ def read_series(
             "fit expects a DataFrame (ds, y[, unique_id]), a (t, y) pair of arrays, a CSV "
             f"path or TimeSeries objects; got {type(data).__name__}"
         )
+    if isinstance(data, pd.DataFrame | str | Path):
+        out = attach_covariates(out, data, time_col=time_col, id_col=id_col, sep=d.sep,
+                                used=[target_col, d.split_col, noise_col,
+                                      *NOT_COVARIATES])
     seen: set[str] = set()
     for s in out:
         if s.unique_id in seen:

@@ -55,6 +55,10 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
                      panel: bool, rounds: int = 1) -> Posterior:
     """``fit`` moved to the data ``y`` (data units) at the training stamps where ``keep``."""
     old = fit.series
+    if fit.covariates:
+        raise DataError(
+            f"series {fit.unique_id!r} was fitted with covariates {list(fit.covariates)}; "
+            "revisions do not take covariates yet: fit again on the revised data")
     if int(keep.sum()) < 2:
         raise DataError(f"series {fit.unique_id!r}: the revised data would hold "
                         f"{int(keep.sum())} observations; at least 2 are needed")

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from autogp.forecast.covariates import covariate_effects
 from autogp.forecast.explain import describe
 from autogp.inference.posterior import Posterior
 from autogp.kernels import structure, to_text
@@ -34,7 +35,7 @@ def structure_table(
         noise_sd = post.noise_sd()
         groups: dict[str, list[int]] = {}
         for i, e in enumerate(exprs):
-            groups.setdefault(structure(e), []).append(i)
+            groups.setdefault(structure(e, post.covariates), []).append(i)
         for text, idx in groups.items():
             best = max(idx, key=lambda i: w[i])
             data_expr = post.in_data_units(exprs[best])
@@ -44,9 +45,10 @@ def structure_table(
                     "structure": text,
                     "weight": float(sum(w[i] for i in idx)),
                     "particles": len(idx),
-                    "expression": to_text(data_expr, params=True, precision=4),
+                    "expression": to_text(data_expr, params=True, precision=4,
+                                          covariates=post.covariates),
                     "noise_sd": float(noise_sd[best]),
-                    "reading": describe(data_expr, post.series.axis),
+                    "reading": describe(data_expr, post.series.axis, post.covariate_scaling),
                 }
             )
     df = pd.DataFrame(rows, columns=list(STRUCTURE_COLUMNS))
@@ -98,6 +100,7 @@ def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int =
         if len(rows) > top:
             rest = rows["weight"].iloc[top:].sum()
             lines.append(f"  {100 * rest:5.1f}%  ({len(rows) - top} more structures)")
+        lines += [f"  {line}" for line in covariate_effects(post)]
     return "\n".join(lines)
 
 

@@ -60,6 +60,10 @@ def update_posterior(
     the new observations' known noise standard deviations, needed when (and only when) the
     fit has them."""
     uid = fit.unique_id
+    if fit.covariates:
+        raise DataError(
+            f"update: series {uid!r} was fitted with covariates {list(fit.covariates)}; online "
+            "updates do not take covariates yet: fit again on the extended data")
     t_new, stamps_new = as_stamps(fit.series, ds)
     y_new = np.asarray(y, dtype=np.float64)
     sd_new = checked_noise(fit, stamps_new, y_new, noise_sd)

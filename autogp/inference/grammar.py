@@ -31,7 +31,7 @@ import numpy as np
 from jax.scipy.stats import norm
 
 from autogp.inference.heap import heap_tables, subtree_slots, tables_of
-from autogp.kernels import spec
+from autogp.kernels import covariates, spec
 
 Array = jax.Array
 
@@ -193,6 +193,22 @@ class Grammar:
     @functools.cached_property
     def prior_std_table(self) -> np.ndarray:
         return np.asarray(self.param_prior_std)
+
+
+def with_covariates(grammar: Grammar, count: int, weight: float) -> Grammar:
+    """``grammar`` with the atoms of ``count`` covariates switched on: each covariate's
+    ``LIN[k]`` gets two thirds of ``weight`` and its ``SE[k]`` one third (a linear effect is
+    the likelier and the easier to read). ``count = 0`` returns ``grammar`` itself."""
+    if count == 0:
+        return grammar
+    if not 0 < count <= covariates.MAX_COVARIATES:
+        raise ValueError(f"at most {covariates.MAX_COVARIATES} covariates are supported, "
+                         f"got {count}")
+    weights = list(grammar.weights)
+    for k in range(1, count + 1):
+        weights[covariates.linear_opcode(k)] = 2.0 * weight / 3.0
+        weights[covariates.smooth_opcode(k)] = weight / 3.0
+    return dataclasses.replace(grammar, weights=tuple(weights))
 
 
 # --- per-slot terms of the prior (one tree) --------------------------------------------------

@@ -83,7 +83,11 @@ def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int
     if power.shape != (G,) or not np.all((power > 0) & (power <= 1)):
         raise ValueError(f"power must hold one learning rate in (0, 1] per series, got {power}")
     N = padded_length(max(len(x) for x in xs)) if pad_to is None else pad_to
-    x = np.zeros((G, N))
+    # Inputs [n] (time) or [n, 1 + C] (time, then C covariates: all series alike).
+    width = {np.shape(v)[1:] for v in xs}
+    if len(width) != 1:
+        raise ValueError(f"every series needs the same number of covariates, got {width}")
+    x = np.zeros((G, N) + width.pop())
     y = np.zeros((G, N))
     rank = np.full((G, N), np.iinfo(np.int32).max, dtype=np.int32)
     rng = None
@@ -95,11 +99,17 @@ def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int
         n = len(xg)
         x[g, :n], y[g, :n] = xg, yg
         if n < N:  # padding continues the series' grid (it is masked out; no duplicate inputs)
-            step = (xg[-1] - xg[0]) / (n - 1) if n > 1 else 1.0
-            x[g, n:] = xg[-1] + step * (1 + np.arange(N - n))
+            tg = xg if xg.ndim == 1 else xg[:, 0]
+            step = (tg[-1] - tg[0]) / (n - 1) if n > 1 else 1.0
+            pad = tg[-1] + step * (1 + np.arange(N - n))
+            if xg.ndim == 1:
+                x[g, n:] = pad
+            else:  # covariates of padding are 0 (masked out)
+                x[g, n:, 0] = pad
         rank[g, :n] = rng.permutation(n) if rng is not None else np.arange(n)
+    times = [np.asarray(v) if np.ndim(v) == 1 else np.asarray(v)[:, 0] for v in xs]
     centers, log_weights = periods.proposal_arrays(
-        [np.asarray(v) for v in xs], [np.asarray(v) for v in ys], num=period_peaks,
+        times, [np.asarray(v) for v in ys], num=period_peaks,
         seasonal_periods=list(seasonal_periods) if seasonal_periods is not None else None,
     )
     known = None
@@ -112,7 +122,7 @@ def make_data(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], *, pad_to: int
     return Data(jnp.asarray(x), jnp.asarray(y), jnp.asarray(rank),
                 jnp.asarray([len(v) for v in xs], dtype=jnp.int32),
                 jnp.asarray(centers), jnp.asarray(log_weights), jnp.asarray(power),
-                is_regular_grid(x), known)
+                x.ndim == 2 and is_regular_grid(x), known)
 
 
 

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from autogp.data import DataError, Scaler, TimeSeries
+from autogp.data.covariates import CovariateScaling
 from autogp.data.transform import inverse_mean
 from autogp.evaluator import gram, posterior_predictive, robust_cholesky
 from autogp.evaluator.linalg import cho_solve
@@ -62,9 +63,9 @@ def _alpha(ops, params, noise, x, y, mask, known_var=None):
     and whether the factorisation worked."""
     P = ops.shape[0]
     K = gram(ops, params, x)
-    mask = jnp.broadcast_to(mask, (P, x.shape[0]))
+    mask = jnp.broadcast_to(mask, (P, y.shape[0]))
     if known_var is not None:
-        known_var = jnp.broadcast_to(known_var, (P, x.shape[0]))
+        known_var = jnp.broadcast_to(known_var, (P, y.shape[0]))
     L, ok = robust_cholesky(K, jnp.exp(noise), mask, known_var)
     ym = jnp.where(mask, jnp.broadcast_to(y, (P, y.shape[0])), 0.0)
     alpha = cho_solve(L, ym[..., None])[..., 0]
@@ -76,6 +77,12 @@ def _cross_means(term_ops, term_params, x_new, x, alpha):
     """Posterior mean of each term: k_term(x_new, x) @ alpha[owner] -> ``[T, M]``."""
     K = gram(term_ops, term_params, x_new, x)  # [T, M, N]
     return jnp.einsum("tmn,tn->tm", K, alpha)
+
+
+def _per_particle(x, P: int):
+    """Inputs with covariates ``[N, 1 + C]`` repeated for ``P`` particles (the evaluator reads
+    a 2-D input as per-particle times); time-only inputs ``[N]`` are shared as they are."""
+    return x if np.ndim(x) == 1 else jnp.broadcast_to(jnp.asarray(x), (P,) + np.shape(x))
 
 
 # ---- the posterior ---------------------------------------------------------------------------
@@ -106,6 +113,8 @@ class Posterior:
     # Observations that online updates appended to ``series`` after the fit (all fitted: only
     # the fit's own window was thinned).
     added: int = 0
+    # How the covariates (``series.covariates``) were standardised; None without covariates.
+    covariate_scaling: CovariateScaling | None = None
 
     @classmethod
     def from_smc(
@@ -119,6 +128,7 @@ class Posterior:
         left_out: int = 0,
         stride: int = 1,
         added: int = 0,
+        covariate_scaling: CovariateScaling | None = None,
     ) -> Posterior:
         """The posterior of ``series`` (normalised by ``scaler``) that an SMC run found."""
         return cls(
@@ -135,6 +145,7 @@ class Posterior:
             left_out=left_out,
             stride=stride,
             added=added,
+            covariate_scaling=covariate_scaling,
         )
 
     def smc_result(self) -> SMCResult:
@@ -157,7 +168,25 @@ class Posterior:
 
     @property
     def x(self) -> np.ndarray:
-        return self.scaler.forward_t(self.series.t)
+        """Normalised training inputs: ``[n]`` times, or ``[n, 1 + C]`` with the standardised
+        covariates after the time."""
+        return self.inputs(self.series.t, None if self.series.covariates is None
+                           else self.series.covariates.to_numpy())
+
+    @property
+    def covariates(self) -> tuple[str, ...]:
+        """The names of the covariates the model was fitted with (empty without)."""
+        return () if self.covariate_scaling is None else self.covariate_scaling.names
+
+    def inputs(self, t: np.ndarray, covariates: np.ndarray | None = None) -> np.ndarray:
+        """Normalised inputs at times ``t`` with covariate values ``[M, C]`` in data units."""
+        x = self.scaler.forward_t(np.asarray(t, dtype=np.float64))
+        if self.covariate_scaling is None:
+            return x
+        if covariates is None or np.shape(covariates) != (len(x), len(self.covariates)):
+            raise DataError(f"series {self.unique_id!r}: predictions need the values of the "
+                            f"covariates {list(self.covariates)} at every time")
+        return np.column_stack([x, self.covariate_scaling.forward(covariates)])
 
     @property
     def y(self) -> np.ndarray:
@@ -193,7 +222,12 @@ class Posterior:
         """Normalised training ``x``, ``y`` padded to a bucket size, and the mask of real points."""
         n = self.series.n
         size = shapes.bucket(n)
-        x = shapes.pad_grid(self.x, size)
+        x = self.x
+        if x.ndim == 1:
+            x = shapes.pad_grid(x, size)
+        else:  # time continues its grid, covariates of the (masked) padding are 0
+            x = np.column_stack([shapes.pad_grid(x[:, 0], size),
+                                 np.concatenate([x[:, 1:], np.zeros((size - n, x.shape[1] - 1))])])
         y = np.concatenate([self.y, np.zeros(size - n)])
         return x, y, np.arange(size) < n
 
@@ -218,21 +252,24 @@ class Posterior:
 
     # -- predictions in normalised (or transformed) units ---------------------------------------
     def predictive(
-        self, t_new: np.ndarray, include_noise: bool, full_cov: bool = False
+        self, t_new: np.ndarray, include_noise: bool, full_cov: bool = False,
+        covariates: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per-particle predictive means ``[P, M]`` and variances ``[P, M]`` (covariances
-        ``[P, M, M]`` with ``full_cov``) in normalised units."""
+        ``[P, M, M]`` with ``full_cov``) in normalised units. ``covariates``: ``[M, C]`` values
+        of the covariates at ``t_new`` in data units (needed exactly when the fit has some)."""
         P, M = self.ops.shape[0], len(t_new)
         ops, params, noise = (jnp.asarray(a) for a in self.padded_particles())
-        x, y, mask = (jnp.asarray(a) for a in self.padded_training())
+        x, y, mask = self.padded_training()
+        x, y, mask = jnp.asarray(_per_particle(x, ops.shape[0])), jnp.asarray(y), jnp.asarray(mask)
         known = self.known_var()
-        x_all = self.scaler.forward_t(np.asarray(t_new, dtype=np.float64))
+        x_all = self.inputs(t_new, covariates)
         parts = shapes.chunks(M) if not full_cov else [slice(0, M)]
         means, covs = [], []
         for part in parts:
             m = part.stop - part.start
             size = shapes.bucket_points(m) if not full_cov else shapes.bucket(m)
-            x_new = shapes.pad_repeat(x_all[part], size)
+            x_new = _per_particle(shapes.pad_repeat(x_all[part], size, axis=0), ops.shape[0])
             if self.num_inducing > 0:
                 mean, cov = _sparse_predictive(ops, params, noise, x, y, mask,
                                                jnp.asarray(x_new), full_cov, self.num_inducing)
@@ -256,8 +293,9 @@ class Posterior:
                 cov = cov + noise_var[:, None]
         return mean, cov
 
-    def mixture(self, t_new: np.ndarray, include_noise: bool) -> Mixture:
-        mean, var = self.predictive(t_new, include_noise)
+    def mixture(self, t_new: np.ndarray, include_noise: bool,
+                covariates: np.ndarray | None = None) -> Mixture:
+        mean, var = self.predictive(t_new, include_noise, covariates=covariates)
         return make_mixture(self.log_weights, mean, var, what=f"particles of {self.unique_id!r}")
 
     # -- predictions in data units --------------------------------------------------------------
@@ -273,12 +311,13 @@ class Posterior:
         return mix.weights @ inverse_mean(mu, sd, s.boxcox_lambda)
 
     def quantiles(
-        self, t_new: np.ndarray, probs: np.ndarray, include_noise: bool, point: str = "mean"
+        self, t_new: np.ndarray, probs: np.ndarray, include_noise: bool, point: str = "mean",
+        covariates: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The point forecast ``[M]`` (the mixture's ``"mean"`` or ``"median"``) and the
         mixture's quantiles ``[K, M]`` at ``probs``, in data units (quantiles map through the
         monotone inverse of the normalisation unchanged)."""
-        mix = self.mixture(t_new, include_noise)
+        mix = self.mixture(t_new, include_noise, covariates)
         median = point == "median"
         # One bisection for the interval bounds and, last, the median.
         solve = np.append(probs, 0.5) if median else probs
@@ -286,11 +325,12 @@ class Posterior:
         return (q[-1] if median else self.to_data_mean(mix)), q[: len(probs)]
 
     def particle_quantiles(
-        self, t_new: np.ndarray, probs: np.ndarray, include_noise: bool, point: str = "mean"
+        self, t_new: np.ndarray, probs: np.ndarray, include_noise: bool, point: str = "mean",
+        covariates: np.ndarray | None = None,
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Each particle's own Gaussian forecast in data units: its point forecast ``[P, M]``
         (mean, or median = the back-transformed mean) and its quantiles at each of ``probs``."""
-        mean, var = self.predictive(t_new, include_noise)
+        mean, var = self.predictive(t_new, include_noise, covariates=covariates)
         sd = np.sqrt(np.maximum(var, 0.0))
         z = ndtri(probs) if probs.size else np.zeros(0)
         s = self.scaler
@@ -302,7 +342,8 @@ class Posterior:
         return points, [s.inverse_y(mean + zk * sd) for zk in z]
 
     def log_predictive_density(
-        self, t_new: np.ndarray, y: np.ndarray, *, joint: bool = False
+        self, t_new: np.ndarray, y: np.ndarray, *, joint: bool = False,
+        covariates: np.ndarray | None = None,
     ) -> np.ndarray | float:
         """Log predictive density of observations ``y`` at ``t_new`` in data units (with the
         Jacobian of the normalisation and transform), including observation noise: per point
@@ -316,10 +357,11 @@ class Posterior:
         z = s.forward_y(y)
         jac = s.forward_y_log_jacobian(y)
         if joint:
-            mean, cov = self.predictive(t_new, include_noise=True, full_cov=True)
+            mean, cov = self.predictive(t_new, include_noise=True, full_cov=True,
+                                        covariates=covariates)
             value = mixture_joint_logpdf(self.log_weights, mean, cov, z)
             return float(value + np.sum(jac))
-        mix = self.mixture(t_new, include_noise=True)
+        mix = self.mixture(t_new, include_noise=True, covariates=covariates)
         return mix.logpdf(z) + jac
 
     # -- decomposition ------------------------------------------------------------------------
@@ -328,6 +370,7 @@ class Posterior:
         t_new: np.ndarray,
         split: Callable[[Kernel], Sequence[tuple[Kernel, str]]],
         labels: Sequence[str],
+        covariates: np.ndarray | None = None,
     ) -> dict[str, np.ndarray]:
         """Posterior means ``[M]`` of labelled parts of the particles' kernels, in normalised
         units, averaged over the particles.
@@ -338,8 +381,11 @@ class Posterior:
         :meth:`mixture`. Returns the weighted sum per label of ``labels``.
         """
         P = self.ops.shape[0]
-        x, y, mask = (jnp.asarray(a) for a in self.padded_training())
         particles = [jnp.asarray(a) for a in self.padded_particles()]
+        x, y, mask = self.padded_training()
+        x_shared = jnp.asarray(x)
+        x, y, mask = (jnp.asarray(_per_particle(x, particles[0].shape[0])), jnp.asarray(y),
+                      jnp.asarray(mask))
         if self.num_inducing > 0:
             # Each term's mean is K_term(x*, z) @ alpha_u: the same products over z.
             alpha, z, ok = _sparse_weights(*particles, x, y, mask,
@@ -366,7 +412,7 @@ class Posterior:
                 owners.append(p)
                 kinds.append(kind)
         M = len(t_new)
-        x_all = self.scaler.forward_t(np.asarray(t_new, dtype=np.float64))
+        x_all = self.inputs(t_new, covariates)
         comps = {k: np.zeros(M) for k in labels}
         if terms and M:
             T = len(terms)
@@ -375,14 +421,15 @@ class Posterior:
             term_alpha = shapes.pad_repeat(alpha[np.asarray(owners)], size, axis=0).copy()
             term_alpha[T:] = 0.0  # padding terms contribute nothing
             # Per-term training points: x for the exact posterior, the owner's z for sparse.
-            term_x = x if points is None else jnp.asarray(
+            term_x = _per_particle(x_shared, size) if points is None else jnp.asarray(
                 shapes.pad_repeat(points[np.asarray(owners)], size, axis=0))
             t_ops = jnp.asarray(shapes.pad_repeat(t_ops, size, axis=0))
             t_params = jnp.asarray(shapes.pad_repeat(t_params, size, axis=0))
             means = np.zeros((T, M))
             for part in shapes.chunks(M):
                 m = part.stop - part.start
-                x_new = shapes.pad_repeat(x_all[part], shapes.bucket_points(m))
+                x_new = _per_particle(
+                    shapes.pad_repeat(x_all[part], shapes.bucket_points(m), axis=0), size)
                 chunk = _cross_means(
                     t_ops, t_params, jnp.asarray(x_new), term_x, jnp.asarray(term_alpha)
                 )

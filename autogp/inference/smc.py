@@ -163,7 +163,8 @@ def run_smc_panel(
     known = list(known_vars) if known_vars is not None else [None] * len(xs)
     xs, ys, periods, known = repeat(xs), repeat(ys), repeat(periods), repeat(known)
     longest = max(len(x) for x in xs)
-    num_inducing = settings.num_inducing(longest)
+    # Inducing points live on the time axis: inputs with covariates get the exact likelihood.
+    num_inducing = settings.num_inducing(longest) if np.ndim(xs[0]) == 1 else 0
     k_init, k_data, k_run = jax.random.split(key, 3)
     data = make_data(xs, ys, pad_to=pad_to, shuffle=settings.shuffle, key=k_data,
                      period_peaks=settings.period_peaks, seasonal_periods=periods,

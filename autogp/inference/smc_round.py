@@ -47,7 +47,8 @@ class SMCState(NamedTuple):
 
 
 class Data(eqx.Module):
-    """Padded data of G series: ``x``, ``y`` ``[G, N]``; ``rank`` the order in which points are
+    """Padded data of G series: ``x`` ``[G, N]`` (or ``[G, N, 1 + C]``: time, then C
+    covariates), ``y`` ``[G, N]``; ``rank`` the order in which points are
     added (a point is in round r's data when ``rank < count[r]``); ``length`` ``[G]``;
     ``period_centers``/``period_log_weights`` ``[G, K]`` the periodogram peaks (log periods)
     behind the period proposal; ``power`` ``[G]`` each series' learning rate eta (the SMC
@@ -101,7 +102,7 @@ def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0, probe
                                                 num_inducing=num_inducing)
         else:
             Z = (None if key is None or probes <= 0 else
-                 jax.random.rademacher(key, x.shape + (probes,), x.dtype))
+                 jax.random.rademacher(key, y.shape + (probes,), x.dtype))
             ll = log_marginal_likelihood(ops, params, noise, x, y, m,
                                          regular_grid=data.regular_grid, probes=Z,
                                          known_var=known)
@@ -160,7 +161,7 @@ def smc_round(
     G, P = state.noise.shape
     # Probes (a stochastic gradient) only for the exact likelihood, and only where a key is
     # passed: the optimiser's passes. Reweighting and HMC call it without one (exact).
-    num_probes = 0 if num_inducing > 0 else gradient_probes(settings, data.x.shape[-1])
+    num_probes = 0 if num_inducing > 0 else gradient_probes(settings, data.y.shape[-1])
     loglik = likelihood_fn(data, count, P, num_inducing, num_probes)
 
     # Reweight by the incremental likelihood.

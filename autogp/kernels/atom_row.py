@@ -32,9 +32,11 @@ Transform = Literal["log", "gamma", "identity"]
 #: * ``"level"``: a trend of its own that multiplies as a separate factor (BM);
 #: * ``"seasonal"``: a periodic pattern, with a ``period`` parameter (PER);
 #: * ``"smooth"``: smooth or rough variation, with a length scale ``l`` (SE, GE, Matern, RQ);
-#: * ``"noise"``: white noise (WN).
-Role = Literal["polynomial", "constant", "level", "seasonal", "smooth", "noise"]
-ROLES: tuple[str, ...] = ("polynomial", "constant", "level", "seasonal", "smooth", "noise")
+#: * ``"noise"``: white noise (WN);
+#: * ``"covariate"``: an effect of a covariate (an input other than time: ``LIN[temp]``).
+Role = Literal["polynomial", "constant", "level", "seasonal", "smooth", "noise", "covariate"]
+ROLES: tuple[str, ...] = ("polynomial", "constant", "level", "seasonal", "smooth", "noise",
+                          "covariate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,6 +108,8 @@ class AtomRow:
       reading: ``reading(params, words)``: the atom on its own in plain English, from its
         natural parameters in data units.
       weight: its default production weight in the structure prior (0: off unless configured).
+      input: the input column it reads: 0 for time, k >= 1 for the k-th covariate (whose
+        formulas then take r = |z - z'| on that covariate, see ``autogp.kernels.covariates``).
     """
 
     opcode: int
@@ -121,6 +125,7 @@ class AtomRow:
     role: Role
     reading: Reading
     weight: float = 0.0
+    input: int = 0
 
     @property
     def param_names(self) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ from typing import Final
 
 import numpy as np
 
-from autogp.kernels import atom_table
+from autogp.kernels import atom_table, covariates
 from autogp.kernels.atom_row import MAX_PARAMS, AtomRow, Param
 from autogp.kernels.atom_table import BM, CONST, GE, LIN, M12, M32, M52, PER, RQ, SE, WN
 
@@ -46,7 +46,9 @@ PLUS: Final = 12
 TIMES: Final = 13
 CP: Final = 14
 
-ATOM_ROWS: Final[tuple[AtomRow, ...]] = tuple(sorted(atom_table.ROWS, key=lambda r: r.opcode))
+ATOM_ROWS: Final[tuple[AtomRow, ...]] = tuple(
+    sorted(atom_table.ROWS + covariates.ROWS, key=lambda r: r.opcode)
+)
 ROW_OF_OPCODE: Final[Mapping[int, AtomRow]] = {row.opcode: row for row in ATOM_ROWS}
 ATOMS: Final = tuple(row.opcode for row in ATOM_ROWS)
 OPERATORS: Final = (PLUS, TIMES, CP)
@@ -93,6 +95,16 @@ TITLES: Final = {
 # come before the ';' and the rest after it: ``PER(l=0.31, period=0.083; amp=1.2)``.
 PARAM_NAMES: Final = {op: tuple(p.name for p in params) for op, params in PARAMS.items()}
 SPLIT: Final = {op: ROW_OF_OPCODE[op].split if op in ROW_OF_OPCODE else 0 for op in PARAMS}
+
+#: The input column each opcode reads: 0 for time (and for operators), k for covariate k.
+INPUT = np.zeros(NUM_OPS, dtype=np.int32)
+for _row in ATOM_ROWS:
+    INPUT[_row.opcode] = _row.input
+INPUT.setflags(write=False)
+#: Atoms that act on a covariate (``autogp.kernels.covariates``); absent from the config's
+#: [grammar.weights]: a fit gives them weight by its number of covariates.
+COVARIATE_ATOMS: Final = tuple(row.opcode for row in ATOM_ROWS if row.input > 0)
+MAX_COVARIATES: Final = covariates.MAX_COVARIATES
 
 #: Atoms whose covariance depends on t - t' only.
 STATIONARY: Final = tuple(row.opcode for row in ATOM_ROWS if row.stationary)
@@ -189,7 +201,8 @@ def default_prior_table() -> tuple[np.ndarray, np.ndarray]:
 
 
 __all__ = [
-    "ATOMS", "ATOM_ROWS", "BASE_NUM_OPS", "BM", "CONST", "CP", "CP_PARAMS", "DEFAULT_NOISE_PRIOR",
+    "ATOMS", "ATOM_ROWS", "BASE_NUM_OPS", "BM", "CONST", "COVARIATE_ATOMS", "CP", "INPUT",
+    "MAX_COVARIATES", "CP_PARAMS", "DEFAULT_NOISE_PRIOR",
     "DEFAULT_POSITIVE_PRIOR", "DEFAULT_WEIGHTS", "EMPTY", "GE", "IS_ATOM", "IS_OPERATOR", "KEYS",
     "LIN", "M12", "M32", "M52", "MAX_PARAMS", "NAMES", "NOISE", "NUM_OPS", "NUM_PARAMS",
     "OPCODE_OF_NAME", "OPERATORS", "PARAMS", "PARAM_NAMES", "PARAM_OF_NAME", "PER", "PLUS", "RQ",

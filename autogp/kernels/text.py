@@ -19,6 +19,7 @@ Atoms written without parameters get the default prior's mean (``SE`` == ``SE()`
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from autogp.kernels import spec
@@ -29,7 +30,7 @@ from autogp.kernels.printing import structure, to_text
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<number>-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
+    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\[[^\[\]\s()+*,;=]+\])?)"
     r"|(?P<punct>[()+*,;=]))"
 )
 
@@ -63,8 +64,9 @@ def _tokenize(text: str) -> list[_Token]:
 class _Parser:
     """Recursive descent over the grammar in the module docstring."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, covariates: tuple[str, ...] = ()) -> None:
         self.text = text
+        self.covariates = covariates
         self.tokens = _tokenize(text)
         self.index = 0
 
@@ -116,9 +118,11 @@ class _Parser:
             self.expect(")")
             return expr
         token = self.current
-        op = spec.OPCODE_OF_NAME.get(token.text) if token.kind == "name" else None
+        op = self.opcode(token.text) if token.kind == "name" else None
         if op is None or op in (spec.PLUS, spec.TIMES):
-            names = ", ".join(spec.NAMES[a] for a in (*spec.ATOMS, spec.CP))
+            names = ", ".join(spec.NAMES[a] for a in (*spec.ATOMS, spec.CP)
+                              if a not in spec.COVARIATE_ATOMS)
+            names += ", LIN[covariate], SE[covariate]"
             raise self.error(f"'(' or a kernel name ({names})")
         self.index += 1
         if op == spec.CP:
@@ -142,6 +146,15 @@ class _Parser:
                 f"invalid parameters for {token.text} at position {token.position}: {err}"
             ) from None
 
+    def opcode(self, name: str) -> int | None:
+        """The opcode of an atom name; ``LIN[temp]`` names covariate ``temp`` by its position
+        in ``covariates`` (``LIN[2]`` by its number)."""
+        base, bracket, label = name.partition("[")
+        label = label[:-1]
+        if bracket and label in self.covariates:
+            name = f"{base}[{self.covariates.index(label) + 1}]"
+        return spec.OPCODE_OF_NAME.get(name)
+
     def params(self, op: int, split: int) -> tuple[float, ...]:
         values = []
         for k, name in enumerate(spec.PARAM_NAMES[op]):
@@ -160,12 +173,14 @@ class _Parser:
         return tuple(values)
 
 
-def parse(text: str) -> Kernel:
+def parse(text: str, covariates: Sequence[str] = ()) -> Kernel:
     """Read a kernel expression from its text form (with or without parameters).
 
-    Raises ``ValueError`` naming the position and the offending token on malformed text.
+    ``covariates``: the covariates' names, so that ``LIN[temp]`` reads as the linear atom of
+    covariate ``temp`` (``LIN[1]`` names the first covariate without them). Raises
+    ``ValueError`` naming the position and the offending token on malformed text.
     """
-    return _Parser(text).parse()
+    return _Parser(text, tuple(str(c) for c in covariates)).parse()
 
 
 __all__ = ["parse", "structure", "to_text"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
@@ -20,11 +20,15 @@ import numpy as np
 
 from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
+from autogp.data.covariates import CovariateScaling
 from autogp.data.seasons import candidate_periods, mase_season
 from autogp.data.transform import choose_transform
 from autogp.evaluator.sparse import inducing_points_for
 from autogp.inference import smc
+from autogp.inference.grammar import with_covariates
 from autogp.inference.posterior import Posterior
+from autogp.kernels import Kernel, pack, parse
+from autogp.kernels.spec import MAX_COVARIATES
 
 
 def series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
@@ -220,20 +224,46 @@ def fit_series_posterior(
     key = series_key(config.seed, series.key_id or series.unique_id, panel)
     series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
-    x = scaler.forward_t(series.t)
-    y = scaler.forward_y(series.y)
     grammar, settings = engine_settings(config)
+    scaling = covariate_scaling(series, config)
+    y = scaler.forward_y(series.y)
+    if scaling is None:
+        x = scaler.forward_t(series.t)
+    else:
+        x = np.column_stack([scaler.forward_t(series.t),
+                             scaling.forward(series.covariates.to_numpy())])
+        grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight)
     result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
                          seasonal_period=seasonal_periods(series, scaler),
                          **known_noise(series, scaler, config))
     return Posterior.from_smc(series, scaler, result, left_out=left_out,
-                              num_inducing=num_inducing(config, series.n), stride=stride)
+                              num_inducing=num_inducing(config, series.n), stride=stride,
+                              covariate_scaling=scaling)
+
+
+def covariate_scaling(series: TimeSeries, config: Config) -> CovariateScaling | None:
+    """The standardisation of the series' covariates (None without any); DataError where the
+    exact likelihood, which covariates need, is not used or there are too many."""
+    if series.covariates is None or series.covariates.shape[1] == 0:
+        return None
+    names = list(series.covariates.columns)
+    if len(names) > MAX_COVARIATES:
+        raise DataError(f"series {series.unique_id!r} has {len(names)} covariates {names}; at "
+                        f"most {MAX_COVARIATES} are supported")
+    if num_inducing(config, series.n) > 0:
+        raise DataError(
+            f"series {series.unique_id!r}: covariates {names} need the exact likelihood, but "
+            f"its {series.n} points get the sparse one (smc.sparse_above="
+            f"{config.smc.sparse_above}); fit a shorter window (data.window) or set "
+            "smc.likelihood = 'exact'")
+    return CovariateScaling.fit(series.covariates)
 
 
 __all__ = [
     "EVIDENCE_TRANSFORMS",
     "FittingWindow",
     "choose_by_evidence",
+    "covariate_scaling",
     "data_log_evidence",
     "evidence_transforms",
     "fit_series_posterior",
@@ -244,3 +274,42 @@ __all__ = [
     "series_key",
     "series_scaler",
 ]
+
+
+def posterior_from_kernels(
+    series: TimeSeries,
+    config: Config,
+    kernels: Sequence[Kernel | str],
+    *,
+    weights: Sequence[float] | None = None,
+    noise: float | Sequence[float] = 0.01,
+) -> Posterior:
+    """Given particles (kernels in normalised units, with noise variances and weights) on the
+    series' fitting window, in place of an SMC fit."""
+    series, left_out, stride = fitting_window(series, config)
+    scaling = covariate_scaling(series, config)  # covariates: extra numeric columns
+    names = () if scaling is None else scaling.names
+    exprs = [k if isinstance(k, Kernel) else parse(k, names) for k in kernels]
+    ops, params = pack(exprs, max_depth=config.grammar.max_depth)
+    P = len(exprs)
+    noise_arr = np.broadcast_to(np.asarray(noise, dtype=np.float64), (P,))
+    if np.any(noise_arr <= 0):
+        raise ValueError("noise variances must be positive")
+    w = np.ones(P) if weights is None else np.asarray(weights, dtype=np.float64)
+    if w.shape != (P,) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError(f"weights must be {P} non-negative numbers with a positive sum")
+    with np.errstate(divide="ignore"):
+        lw = np.log(w / w.sum())
+    return Posterior(
+        series=series,
+        scaler=series_scaler(series, config, stride),
+        ops=ops,
+        params=params,
+        noise=np.log(noise_arr).copy(),
+        log_weights=lw,
+        history={"count": [[series.n]]},
+        num_inducing=num_inducing(config, series.n),
+        left_out=left_out,
+        stride=stride,
+        covariate_scaling=scaling,
+    )

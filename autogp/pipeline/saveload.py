@@ -69,6 +69,7 @@ import pandas as pd
 
 from autogp.config import Config, ConfigError, load_config
 from autogp.data import Scaler, TimeAxis, TimeSeries
+from autogp.data.covariates import CovariateScaling
 from autogp.inference.posterior import Posterior
 from autogp.kernels import structure, to_text, unpack
 from autogp.pipeline.atomic import atomic_path
@@ -166,6 +167,8 @@ def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -
                 "left_out": fit.left_out,
                 "stride": fit.stride,
                 "added": fit.added,
+                **({} if fit.covariate_scaling is None
+                   else {"covariates": fit.covariate_scaling.to_dict()}),
                 "history": _jsonable(fit.history),
                 "particles": [
                     {
@@ -191,6 +194,8 @@ def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -
         )
         if fit.series.noise_sd is not None:  # optional: known noise sds, data units
             arrays[f"s{i}_noise_sd"] = np.asarray(fit.series.noise_sd, dtype=np.float64)
+        if fit.series.covariates is not None:
+            arrays[f"s{i}_covariates"] = fit.series.covariates.to_numpy(dtype=np.float64)
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -309,8 +314,16 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             stamps = pd.DatetimeIndex(a["stamps"].astype(np.int64).astype("datetime64[us]"))
         else:
             stamps = pd.Index(a["stamps"].astype(np.float64))
+        scaling = entry.get("covariates")
+        scaling = None if scaling is None else CovariateScaling.from_dict(scaling)
+        covariates = None
+        if scaling is not None:
+            if f"s{i}_covariates" not in arrays:
+                raise _bad(source, f"series {i}: covariates {list(scaling.names)} are missing")
+            covariates = pd.DataFrame(arrays[f"s{i}_covariates"], columns=list(scaling.names))
         series = TimeSeries(a["t"], a["y"], entry["unique_id"], axis, None, stamps,
-                            entry.get("end_t"), noise_sd=arrays.get(f"s{i}_noise_sd"))
+                            entry.get("end_t"), noise_sd=arrays.get(f"s{i}_noise_sd"),
+                            covariates=covariates)
         if series.n != entry["n"]:
             raise _bad(source, f"series {i}: {series.n} observations but model.json says "
                                f"{entry['n']}")  # fmt: skip
@@ -329,6 +342,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             left_out=int(entry.get("left_out", 0)),
             stride=int(entry.get("stride", 1)),
             added=int(entry.get("added", 0)),
+            covariate_scaling=scaling,
         )
     if not fits:
         raise _bad(source, "no fitted series")
