@@ -461,7 +461,8 @@ def steady_state_cost(sizes, heads, repeats: int, tolerance: float, seed: int,
             _, change = jax.jit(functools.partial(
                 frozen_gain_log_likelihood, options=options, K=K, with_convergence=True))(
                 mod, t, y)
-            row = {"n": size, "tree": tree, "head_steps": K, "state_dim": dim, "per_tolerance": tolerance,
+            row = {"n": size, "tree": tree, "head_steps": K, "state_dim": dim,
+                   "per_tolerance": tolerance,
                    "exact_value_ms": exact_ms, "exact_value_and_grad_ms": exact_vg_ms,
                    "frozen_value_ms": 1e3 * _timed(jax.jit(frozen), params, noise,
                                                    repeats=repeats),
