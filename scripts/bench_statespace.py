@@ -20,10 +20,15 @@ route would cost before it is built, in three parts:
   ``LIN + PER * M32 + WN`` (PER's order chosen at its tolerance), value and gradient per call at
   each ``--long`` size on the cores given (pin one with ``taskset -c 0``): its state dimension,
   milliseconds, peak resident memory, and the filter's forms side by side: the sequential
-  ``lax.scan`` against ``lax.associative_scan`` (parallel in time) for the same value.
+  ``lax.scan`` against ``lax.associative_scan`` (parallel in time) for the same value;
+* ``steady``: a frozen (steady-state) gain after K exact Riccati steps against the exact filter
+  at each ``--steady`` size: milliseconds, ratios, and the errors of value and gradient;
+* ``per_orders``: the exact filter with PER's order at looser tolerances, at each ``--orders``
+  size: its state dimension, milliseconds and likelihood error.
 
     python scripts/bench_statespace.py [--tiny] [--sizes 300 1000 3000] [--dims 4 16 64]
-                                       [--long 30000 100000] [--structures PATH] [--json PATH]
+                                       [--long 30000 100000] [--steady 30000] [--heads 2000]
+                                       [--orders 30000] [--structures PATH] [--json PATH]
 """
 
 from __future__ import annotations
