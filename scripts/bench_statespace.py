@@ -20,10 +20,15 @@ route would cost before it is built, in three parts:
   ``LIN + PER * M32 + WN`` (PER's order chosen at its tolerance), value and gradient per call at
   each ``--long`` size on the cores given (pin one with ``taskset -c 0``): its state dimension,
   milliseconds, peak resident memory, and the filter's forms side by side: the sequential
-  ``lax.scan`` against ``lax.associative_scan`` (parallel in time) for the same value.
+  ``lax.scan`` against ``lax.associative_scan`` (parallel in time) for the same value;
+* ``steady``: a frozen (steady-state) gain after K exact Riccati steps against the exact filter
+  at each ``--steady`` size: milliseconds, ratios, and the errors of value and gradient;
+* ``per_orders``: the exact filter with PER's order at looser tolerances, at each ``--orders``
+  size: its state dimension, milliseconds and likelihood error.
 
     python scripts/bench_statespace.py [--tiny] [--sizes 300 1000 3000] [--dims 4 16 64]
-                                       [--long 30000 100000] [--structures PATH] [--json PATH]
+                                       [--long 30000 100000] [--steady 30000] [--heads 2000]
+                                       [--orders 30000] [--structures PATH] [--json PATH]
 """
 
 from __future__ import annotations
@@ -372,6 +377,154 @@ def parallel_filter(A, Pt, H, r, y):
     return jnp.sum(-0.5 * (jnp.log(2 * jnp.pi * S) + v * v / S))
 
 
+# --- a frozen (steady-state) gain after K steps ---------------------------------------------------
+def frozen_gain_log_likelihood(mod, t, y, options, K: int, with_convergence: bool = False):
+    """The filter's log likelihood with the exact covariance recursion for the first ``K`` points
+    and the gain and innovation variance of step ``K`` frozen after it (a steady-state filter:
+    only the mean, a matrix-vector recursion, for the rest). Regular grid, all points observed,
+    ``H`` and the noise constant. Exact only once the Riccati recursion has converged by step
+    ``K``; with ``with_convergence`` also each step's relative change of the gain ``[K]``."""
+    from autogp.statespace import compose
+    from autogp.statespace.filter import marginal, observation, transition
+
+    A = transition(mod, t[1] - t[0], options.harmonics)
+    H, r = observation(mod, t[0])
+
+    def cov_step(E, tk):
+        AE = compose.block_sandwich(A, E)
+        PH = compose.add_blocks(AE, marginal(mod, tk)) @ H
+        S = H @ PH + r
+        E_new = AE - jnp.outer(PH, PH) / S
+        return 0.5 * (E_new + E_new.T), (PH / S, S)
+
+    D = options.dim
+    E0 = jnp.zeros((D, D), t.dtype)
+    _, (gains, S) = jax.lax.scan(cov_step, E0, t[:K + 1])
+
+    def mean_step(m, inp):
+        g, s, yk = inp
+        v = yk - H @ m
+        return compose.block_matvec(A, m + g * v), -0.5 * (jnp.log(s) + v * v / s)
+
+    m, ll_head = jax.lax.scan(mean_step, jnp.zeros(D, t.dtype), (gains[:K], S[:K], y[:K]))
+    g_inf, s_inf = gains[K], S[K]
+
+    def steady_step(m, yk):
+        v = yk - H @ m
+        return compose.block_matvec(A, m + g_inf * v), v
+
+    _, v_tail = jax.lax.scan(steady_step, m, y[K:])
+    n = y.shape[0]
+    ll = (-0.5 * n * math.log(2 * math.pi) + jnp.sum(ll_head)
+          - 0.5 * ((n - K) * jnp.log(s_inf) + jnp.sum(v_tail * v_tail) / s_inf))
+    if not with_convergence:
+        return ll
+    change = jnp.linalg.norm(jnp.diff(gains, axis=0), axis=1) / jnp.linalg.norm(gains[1:], axis=1)
+    return ll, change
+
+
+def steady_state_cost(sizes, heads, repeats: int, tolerance: float, seed: int,
+                      tree: str = GRAMMAR_TREE) -> list:
+    """The frozen-gain filter (:func:`frozen_gain_log_likelihood`, exact Riccati steps ``heads``)
+    against the exact filter (value, and value and gradient by the adjoint) for ``tree`` on the
+    grid of :func:`grammar_cost`, in one run: milliseconds, their ratios, the errors of the value
+    and gradient, and the gain's relative change at step K."""
+    from autogp.kernels.packing import pack
+    from autogp.kernels.text import parse
+    from autogp.statespace import state_space_log_likelihood, support
+    from autogp.statespace.filter import Options, model
+
+    ops, params = pack([parse(tree)])
+    noise = jnp.array([math.log(0.01)])
+    dim = int(support(ops, params, dim=256, tolerance=tolerance).used[0])
+    options = Options(dim, tolerance)
+    rows = []
+    for size in sizes:
+        x = np.linspace(0.0, 1.0, size)
+        y = jnp.asarray(np.sin(40 * np.pi * x) + x
+                        + 0.1 * np.random.default_rng(seed).normal(size=size))
+        t = jnp.asarray(x)
+
+        def exact(p, s, x=x, y=y):
+            return jnp.sum(state_space_log_likelihood(ops, p, s, x, y, dim=dim, regular_grid=True,
+                                                      tolerance=tolerance))
+
+        exact_vg = jax.jit(jax.value_and_grad(exact, argnums=(0, 1)))
+        ll0, (gp0, gs0) = exact_vg(params, noise)
+        grad0 = np.concatenate([np.ravel(gp0), np.ravel(gs0)])
+        exact_ms = 1e3 * _timed(jax.jit(exact), params, noise, repeats=repeats)
+        exact_vg_ms = 1e3 * _timed(exact_vg, params, noise, repeats=repeats)
+        for K in [k for k in heads if k < size]:
+            def frozen(p, s, K=K, t=t, y=y):
+                mod = model(jnp.asarray(ops[0]), p[0], s[0], options)
+                return frozen_gain_log_likelihood(mod, t, y, options, K)
+
+            frozen_vg = jax.jit(jax.value_and_grad(frozen, argnums=(0, 1)))
+            ll1, (gp1, gs1) = frozen_vg(params, noise)
+            grad1 = np.concatenate([np.ravel(gp1), np.ravel(gs1)])
+            mod = model(jnp.asarray(ops[0]), params[0], noise[0], options)
+            _, change = jax.jit(functools.partial(
+                frozen_gain_log_likelihood, options=options, K=K, with_convergence=True))(
+                mod, t, y)
+            row = {"n": size, "tree": tree, "head_steps": K, "state_dim": dim,
+                   "per_tolerance": tolerance,
+                   "exact_value_ms": exact_ms, "exact_value_and_grad_ms": exact_vg_ms,
+                   "frozen_value_ms": 1e3 * _timed(jax.jit(frozen), params, noise,
+                                                   repeats=repeats),
+                   "frozen_value_and_grad_ms": 1e3 * _timed(frozen_vg, params, noise,
+                                                            repeats=repeats),
+                   "gain_change_at_k": float(change[-1]),
+                   "value_error": float(abs(ll1 - ll0)),
+                   "value_relative_error": float(abs(ll1 - ll0) / abs(ll0)),
+                   "gradient_relative_error": float(np.linalg.norm(grad1 - grad0)
+                                                    / np.linalg.norm(grad0))}
+            row["value_speedup"] = row["exact_value_ms"] / row["frozen_value_ms"]
+            row["value_and_grad_speedup"] = (row["exact_value_and_grad_ms"]
+                                             / row["frozen_value_and_grad_ms"])
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def per_order_cost(sizes, tolerances, repeats: int, seed: int) -> list:
+    """:data:`GRAMMAR_TREE`'s exact filter with PER's order from each of ``tolerances`` (looser:
+    fewer harmonics, a smaller state): state dimension, milliseconds of the value and of the value
+    and adjoint gradient, and the value's and gradient's error against the first tolerance's."""
+    from autogp.kernels.packing import pack
+    from autogp.kernels.text import parse
+    from autogp.statespace import state_space_log_likelihood, support
+
+    ops, params = pack([parse(GRAMMAR_TREE)])
+    noise = jnp.array([math.log(0.01)])
+    rows = []
+    for size in sizes:
+        x = np.linspace(0.0, 1.0, size)
+        y = jnp.asarray(np.sin(40 * np.pi * x) + x
+                        + 0.1 * np.random.default_rng(seed).normal(size=size))
+        reference = None
+        for tolerance in tolerances:
+            dim = int(support(ops, params, dim=256, tolerance=tolerance).used[0])
+
+            def total(p, s, x=x, y=y, dim=dim, tolerance=tolerance):
+                return jnp.sum(state_space_log_likelihood(
+                    ops, p, s, x, y, dim=dim, regular_grid=True, tolerance=tolerance))
+
+            value_and_grad = jax.jit(jax.value_and_grad(total, argnums=(0, 1)))
+            value, (gp, gs) = value_and_grad(params, noise)
+            grad = np.concatenate([np.ravel(gp), np.ravel(gs)])
+            reference = reference or (float(value), grad)
+            row = {"n": size, "per_tolerance": tolerance, "state_dim": dim,
+                   "value_ms": 1e3 * _timed(jax.jit(total), params, noise, repeats=repeats),
+                   "value_and_grad_ms": 1e3 * _timed(value_and_grad, params, noise,
+                                                     repeats=repeats),
+                   "value_error": abs(float(value) - reference[0]),
+                   "gradient_relative_error": float(np.linalg.norm(grad - reference[1])
+                                                    / np.linalg.norm(reference[1]))}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
 # --- main -----------------------------------------------------------------------------------------
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -389,6 +542,14 @@ def main(argv=None) -> dict:
                     choices=["adjoint", "autodiff"])
     ap.add_argument("--associative-max", type=int, default=30000,
                     help="largest --long size the associative scan is timed at")
+    ap.add_argument("--steady", type=int, nargs="*", default=[],
+                    help="sizes of the frozen-gain (steady-state) part (none: skip it)")
+    ap.add_argument("--heads", type=int, nargs="+", default=[2000, 10000],
+                    help="exact Riccati steps before the gain is frozen")
+    ap.add_argument("--steady-tree", default=GRAMMAR_TREE, help="the frozen-gain part's tree")
+    ap.add_argument("--orders", type=int, nargs="*", default=[],
+                    help="sizes of the PER-order part (none: skip it)")
+    ap.add_argument("--order-tolerances", type=float, nargs="+", default=[1e-10, 1e-6, 1e-4])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tiny", action="store_true", help="smoke test: tiny sizes")
     ap.add_argument("--json", type=Path)
@@ -396,6 +557,7 @@ def main(argv=None) -> dict:
     if args.tiny:
         args.sizes, args.dims, args.particles, args.repeats = [50], [2, 4], 2, 1
         args.long = [64]
+        args.steady, args.heads, args.orders = [64], [16], [64]
 
     report = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
@@ -408,6 +570,9 @@ def main(argv=None) -> dict:
                            args.dense_max),
         "grammar": grammar_cost(args.long, args.repeats, args.per_tolerance, args.seed,
                                 args.gradients, args.associative_max),
+        "steady": steady_state_cost(args.steady, args.heads, args.repeats, args.per_tolerance,
+                                    args.seed, args.steady_tree),
+        "per_orders": per_order_cost(args.orders, args.order_tolerances, args.repeats, args.seed),
     }
     print(json.dumps({"exactness": report["exactness"], "dims": report["dims"]}, indent=1))
     if args.json:

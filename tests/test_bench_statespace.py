@@ -91,6 +91,13 @@ def test_tiny_run_times_the_grammar_tree(bench):
     for key in ("value_ms", "value_and_grad_adjoint_ms", "value_and_grad_autodiff_ms",
                 "associative_value_ms"):
         assert row[key] > 0
+    (row,) = report["steady"]
+    assert row["n"] == 64 and row["head_steps"] == 16
+    assert row["value_speedup"] == pytest.approx(row["exact_value_ms"] / row["frozen_value_ms"])
+    first, *looser = report["per_orders"]
+    assert first["value_error"] == 0.0 and first["state_dim"] == 44
+    assert [row["per_tolerance"] for row in looser] == [1e-6, 1e-4]
+    assert all(row["state_dim"] < 44 for row in looser)
 
 
 def test_associative_scan_is_the_sequential_filter(bench):
@@ -117,3 +124,43 @@ def test_associative_scan_is_the_sequential_filter(bench):
         parallel = float(bench.parallel_filter(A, Pt, H, r, y))
         sequential = float(state_space_log_likelihood(ops, params, noise, x, y, dim=44)[0])
         assert parallel == pytest.approx(sequential, rel=1e-10)
+
+
+@pytest.mark.parametrize("text, n, head, rel", [
+    # no gain frozen: the exact filter, LIN's non-stationary states included
+    (None, 90, 89, 1e-10),
+    # 50 length scales in the span: the Riccati recursion has converged by step 300
+    ("M32(l=0.02; amp=1.0) + WN(v=0.1)", 1000, 300, 1e-8),
+])
+def test_frozen_gain_filter_against_the_exact_filter(bench, text, n, head, rel):
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from autogp._x64 import x64
+    from autogp.kernels.packing import pack
+    from autogp.kernels.text import parse
+    from autogp.statespace import state_space_log_likelihood
+    from autogp.statespace.filter import Options, model
+
+    with x64():
+        ops, params = pack([parse(text or bench.GRAMMAR_TREE)])
+        noise = jnp.array([np.log(0.05)])
+        x = np.linspace(0.0, 1.0, n)
+        y = jnp.asarray(np.sin(9 * x) + x + 0.1 * np.random.default_rng(0).normal(size=n))
+        dim = 44 if text is None else 4
+        options = Options(dim)
+
+        def exact(p, s):
+            return state_space_log_likelihood(ops, p, s, x, y, dim=dim, regular_grid=True)[0]
+
+        def frozen(p, s):
+            mod = model(jnp.asarray(ops[0]), p[0], s[0], options)
+            return bench.frozen_gain_log_likelihood(mod, jnp.asarray(x), y, options, head)
+
+        (v0, g0), (v1, g1) = (jax.value_and_grad(f, argnums=(0, 1))(params, noise)
+                              for f in (exact, frozen))
+        assert float(v1) == pytest.approx(float(v0), rel=rel)
+        for a, b in zip(g0, g1, strict=True):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=rel,
+                                       atol=rel * float(jnp.max(jnp.abs(a))))
