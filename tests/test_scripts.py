@@ -41,6 +41,7 @@ SMOKE_ARGS = {
 }
 # script -> the test file that runs it on tiny inputs itself
 COVERED_ELSEWHERE = {
+    "bench_covariates.py": "test_bench_covariates.py",
     "bench_cv.py": "test_bench_cv.py",
     "bench_revise.py": "test_bench_revise.py",
     "bench_panel.py": "test_bench_panel.py",
