@@ -334,3 +334,21 @@ def test_cross_validation_takes_future_covariates_from_the_frame(smc_fits):
     separate = with_x.predict(FIT_H, X_df=test[["ds", "x"]])
     np.testing.assert_array_equal(cv["AutoGP"].to_numpy(), separate["AutoGP"].to_numpy())
     np.testing.assert_array_equal(cv["y"].to_numpy(), test["y"].to_numpy())
+
+
+def test_a_dask_frame_brings_its_covariate_columns():
+    dd = pytest.importorskip("dask.dataframe")
+    from autogp.config import load_config
+    from autogp.forecast.reading import read_panel
+
+    rng = np.random.default_rng(0)
+    frames = [pd.DataFrame({"unique_id": uid, "ds": np.arange(20.0),
+                            "y": rng.normal(size=20), "price": rng.normal(size=20),
+                            "label": "shop"}) for uid in ("a", "b")]
+    panel = pd.concat(frames, ignore_index=True)
+    series, errors = read_panel(dd.from_pandas(panel, npartitions=2), load_config(None))
+    assert not errors
+    assert [s.unique_id for s in series] == ["a", "b"]
+    for s, frame in zip(series, frames, strict=True):
+        assert list(s.covariates.columns) == ["price"]
+        np.testing.assert_array_equal(s.covariates["price"].to_numpy(), frame["price"].to_numpy())

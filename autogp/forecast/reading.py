@@ -101,7 +101,10 @@ def read_panel(
         id_name = id_name or ("unique_id" if "unique_id" in data.columns else None)
         wanted = [time_col or d.time_col, target_col or d.target_col, id_name, d.split_col,
                   noise_col or d.noise_col]
-        data = dask_to_pandas(data, [c for c in wanted if c is not None])
+        # The numeric columns come too: they are the covariates.
+        numeric = [c for c, dtype in data.dtypes.items()
+                   if pd.api.types.is_numeric_dtype(dtype) and c not in wanted]
+        data = dask_to_pandas(data, [c for c in wanted if c is not None] + numeric)
     if id_name is None and isinstance(data, pd.DataFrame) and "unique_id" in data.columns:
         id_name = "unique_id"
     if id_name is None and isinstance(data, str | Path) and "unique_id" in csv_columns(data,
