@@ -23,6 +23,11 @@ x_i + DELTA)`` and the bound is the one for heteroscedastic noise ``s + d_i``, w
 continuous part of the kernel in ``Kuu``, ``Kuf`` and the trace term (the inducing inputs sit
 ``DELTA`` off the grid so that they never coincide with a data point).
 
+Known observation variances (measurement error, ``known_var``) enter the same way: they are
+per-point noise, so the bound is the heteroscedastic one with ``s + d_i + known_i``. Like the
+dense likelihood's, they are the variances of the training observations only: predictions of new
+observations add the learned noise ``s`` alone.
+
 The predictive (:func:`sparse_posterior_predictive`) is the one of the optimal q(u).
 """
 
@@ -131,10 +136,14 @@ class _Stats(NamedTuple):
     noise_var: jax.Array  # [B]
 
 
-def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _Stats:
+def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int,
+           known_var=None) -> _Stats:
     B = ops.shape[0]
     N = x.shape[-1]
     x, y, mask = (jnp.broadcast_to(a, (B, N)) for a in (x, y, mask))
+    # Known variances (0 where there are none: the same program either way).
+    known = (jnp.zeros((B, N), x.dtype) if known_var is None
+             else jnp.broadcast_to(jnp.asarray(known_var, x.dtype), (B, N)))
     noise_var = jnp.exp(noise)
     z = inducing_grid(x, mask, num_inducing)
     # The continuous part of Kuu (z + DELTA never equals z), symmetrised.
@@ -152,6 +161,7 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
         x = jnp.concatenate([x, jnp.broadcast_to(x[:, -1:], (B, pad))], axis=1)
         y = jnp.concatenate([y, jnp.zeros((B, pad), y.dtype)], axis=1)
         mask = jnp.concatenate([mask, jnp.zeros((B, pad), bool)], axis=1)
+        known = jnp.concatenate([known, jnp.zeros((B, pad), x.dtype)], axis=1)
 
     def split(a):  # [B, N'] -> [chunks, B, C]
         return jnp.swapaxes(a.reshape(B, -1, C), 0, 1)
@@ -165,10 +175,10 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
 
     _, (k_all, k_cont) = jax.lax.scan(diagonals, None, split(x))  # [chunks, B, C] each
 
-    def chunk_terms(xc, yc, mc, k_all, k_cont):
+    def chunk_terms(xc, yc, mc, kc, k_all, k_cont):
         m = mc.astype(x.dtype)
         # Per-point noise; masked points get weight 0 through m (and a harmless variance).
-        var = noise_var[:, None] + jnp.maximum(k_all - k_cont, 0.0)
+        var = noise_var[:, None] + jnp.maximum(k_all - k_cont, 0.0) + jnp.where(mc, kc, 0.0)
         w = m / jnp.sqrt(var)
         A = solve_triangular(L, gram(ops, params, z, xc) * w[:, None, :], lower=True)
         yw = jnp.where(mc, yc, 0.0) * w
@@ -193,7 +203,7 @@ def _stats(ops, params, noise, x, y, mask, num_inducing: int, chunk: int) -> _St
         return tuple(c + t for c, t in zip(carry, terms, strict=True)), None
 
     (AAt, Ay, trace_term, yy, log_noise), _ = jax.lax.scan(
-        body, zeros(), (split(x), split(y), split(mask), k_all, k_cont)
+        body, zeros(), (split(x), split(y), split(mask), split(known), k_all, k_cont)
     )
     AAt = 0.5 * (AAt + jnp.swapaxes(AAt, -1, -2))
     n = jnp.sum(mask, axis=-1).astype(x.dtype)
@@ -217,8 +227,8 @@ def _bound_from_stats(s: _Stats):
     return value, LB, c
 
 
-def _bound(ops, params, noise, x, y, mask, num_inducing, chunk):
-    stats = _stats(ops, params, noise, x, y, mask, num_inducing, chunk)
+def _bound(ops, params, noise, x, y, mask, num_inducing, chunk, known_var=None):
+    stats = _stats(ops, params, noise, x, y, mask, num_inducing, chunk, known_var)
     value, _, _ = _bound_from_stats(stats)
     return jnp.where(stats.ok & jnp.isfinite(value), value, -jnp.inf)
 
@@ -227,12 +237,13 @@ def _make_bound(num_inducing: int, chunk: int):
     """The bound as a function of (params, noise) with a VJP that zeroes failed particles."""
 
     @jax.custom_vjp
-    def bound(params, noise, ops, x, y, mask):
-        return _bound(ops, params, noise, x, y, mask, num_inducing, chunk)
+    def bound(params, noise, ops, x, y, mask, known):
+        return _bound(ops, params, noise, x, y, mask, num_inducing, chunk, known)
 
-    def fwd(params, noise, ops, x, y, mask):
+    def fwd(params, noise, ops, x, y, mask, known):
         value, vjp = jax.vjp(
-            lambda p, s: _bound(ops, p, s, x, y, mask, num_inducing, chunk), params, noise
+            lambda p, s: _bound(ops, p, s, x, y, mask, num_inducing, chunk, known), params,
+            noise,
         )
         return value, (value, vjp)
 
@@ -242,18 +253,19 @@ def _make_bound(num_inducing: int, chunk: int):
         d_params, d_noise = vjp(jnp.where(ok, g, 0.0))
         d_params = jnp.where(ok[:, None, None] & jnp.isfinite(d_params), d_params, 0.0)
         d_noise = jnp.where(ok & jnp.isfinite(d_noise), d_noise, 0.0)
-        return d_params, d_noise, None, None, None, None
+        return d_params, d_noise, None, None, None, None, None
 
     bound.defvjp(fwd, bwd)
     return bound
 
 
 def sparse_log_marginal_likelihood(ops, params, noise, x, y, mask=None, *, num_inducing: int,
-                                   chunk: int = CHUNK):
+                                   chunk: int = CHUNK, known_var=None):
     """Titsias' lower bound on ``log p(y[mask] | tree, params, noise)`` per particle ``[P]``.
 
     Same arguments as :func:`autogp.evaluator.log_marginal_likelihood` (``noise`` the log
-    noise variance ``[P]``; ``x``, ``y``, ``mask`` ``[N]`` or ``[P, N]``), plus the number of
+    noise variance ``[P]``; ``x``, ``y``, ``mask`` ``[N]`` or ``[P, N]``; ``known_var``
+    ``[N]`` or ``[P, N]`` the observations' known variances, or None), plus the number of
     inducing inputs (static) and the streaming chunk. ``-inf`` and a zero gradient where a
     factorisation fails.
     """
@@ -263,7 +275,9 @@ def sparse_log_marginal_likelihood(ops, params, noise, x, y, mask=None, *, num_i
     N = x.shape[-1]
     mask = jnp.ones((N,), bool) if mask is None else jnp.asarray(mask)
     x, y, mask = (jnp.broadcast_to(jnp.asarray(a), (P, N)) for a in (x, y, mask))
-    return _make_bound(int(num_inducing), int(chunk))(params, noise, ops, x, y, mask)
+    if known_var is not None:
+        known_var = jnp.broadcast_to(jnp.asarray(known_var), (P, N))
+    return _make_bound(int(num_inducing), int(chunk))(params, noise, ops, x, y, mask, known_var)
 
 
 def _posterior_u(stats: _Stats):
@@ -275,10 +289,12 @@ def _posterior_u(stats: _Stats):
     return LB, alpha_u
 
 
-def sparse_weights(ops, params, noise, x, y, mask, *, num_inducing: int, chunk: int = CHUNK):
+def sparse_weights(ops, params, noise, x, y, mask, *, num_inducing: int, chunk: int = CHUNK,
+                   known_var=None):
     """``(alpha_u [P, M], z [P, M], ok [P])`` with posterior mean ``K(x*, z) @ alpha_u``; by
     the same formula each additive term's mean is ``K_term(x*, z) @ alpha_u``."""
-    stats = _stats(jnp.asarray(ops), params, noise, x, y, mask, int(num_inducing), int(chunk))
+    stats = _stats(jnp.asarray(ops), params, noise, x, y, mask, int(num_inducing), int(chunk),
+                   known_var)
     _, alpha_u = _posterior_u(stats)
     ok = stats.ok & jnp.all(jnp.isfinite(alpha_u), axis=-1)
     return jnp.where(ok[:, None], alpha_u, 0.0), stats.z, ok
@@ -286,12 +302,13 @@ def sparse_weights(ops, params, noise, x, y, mask, *, num_inducing: int, chunk: 
 
 def sparse_posterior_predictive(ops, params, noise, x, y, mask, x_new, *,
                                 observation_noise=False, full_cov=True, num_inducing: int,
-                                chunk: int = CHUNK):
-    """The SGPR predictive of f(x_new) (or of noisy observations) per particle: the arguments
-    and results of :func:`autogp.evaluator.posterior_predictive`, in O(N M^2)."""
+                                chunk: int = CHUNK, known_var=None):
+    """The SGPR predictive of f(x_new) (or of noisy observations: the learned noise) per
+    particle: the arguments and results of :func:`autogp.evaluator.posterior_predictive`
+    (``known_var``: the training observations' known variances), in O(N M^2)."""
     ops = jnp.asarray(ops)
     P = ops.shape[0]
-    stats = _stats(ops, params, noise, x, y, mask, int(num_inducing), int(chunk))
+    stats = _stats(ops, params, noise, x, y, mask, int(num_inducing), int(chunk), known_var)
     LB, alpha_u = _posterior_u(stats)
     Kus = gram(ops, params, stats.z, x_new)  # [P, M, Ms]
     mean = jnp.einsum("pms,pm->ps", Kus, alpha_u)

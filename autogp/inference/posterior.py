@@ -47,10 +47,11 @@ def _predictive(ops, params, noise, x, y, mask, x_new, full_cov, known_var=None)
 
 
 @functools.partial(jax.jit, static_argnames=("full_cov", "num_inducing"))
-def _sparse_predictive(ops, params, noise, x, y, mask, x_new, full_cov, num_inducing):
+def _sparse_predictive(ops, params, noise, x, y, mask, x_new, full_cov, num_inducing,
+                       known_var=None):
     return sparse_posterior_predictive(
         ops, params, noise, x, y, mask, x_new, observation_noise=False, full_cov=full_cov,
-        num_inducing=num_inducing,
+        num_inducing=num_inducing, known_var=known_var,
     )
 
 
@@ -272,7 +273,8 @@ class Posterior:
             x_new = _per_particle(shapes.pad_repeat(x_all[part], size, axis=0), ops.shape[0])
             if self.num_inducing > 0:
                 mean, cov = _sparse_predictive(ops, params, noise, x, y, mask,
-                                               jnp.asarray(x_new), full_cov, self.num_inducing)
+                                               jnp.asarray(x_new), full_cov, self.num_inducing,
+                                               None if known is None else jnp.asarray(known))
             else:
                 mean, cov = _predictive(
                     ops, params, noise, x, y, mask, jnp.asarray(x_new), full_cov=full_cov,
@@ -386,13 +388,13 @@ class Posterior:
         x_shared = jnp.asarray(x)
         x, y, mask = (jnp.asarray(_per_particle(x, particles[0].shape[0])), jnp.asarray(y),
                       jnp.asarray(mask))
+        known = self.known_var()
         if self.num_inducing > 0:
             # Each term's mean is K_term(x*, z) @ alpha_u: the same products over z.
-            alpha, z, ok = _sparse_weights(*particles, x, y, mask,
-                                           num_inducing=self.num_inducing)
+            alpha, z, ok = _sparse_weights(*particles, x, y, mask, num_inducing=self.num_inducing,
+                                           known_var=None if known is None else jnp.asarray(known))
             points = np.asarray(z)[:P]
         else:
-            known = self.known_var()
             alpha, ok = _alpha(*particles, x, y, mask,
                                None if known is None else jnp.asarray(known))
             points = None

@@ -92,14 +92,11 @@ def likelihood_fn(data: Data, count: Array, P: int, num_inducing: int = 0, probe
     m = jnp.repeat(mask, P, axis=0)
     power = jnp.repeat(data.power, P, axis=0)
     known = None if data.known_var is None else jnp.repeat(data.known_var, P, axis=0)
-    if known is not None and num_inducing > 0:
-        raise ValueError("known observation noise needs the exact likelihood; this series "
-                         "is long enough for the sparse one (smc.likelihood, smc.sparse_above)")
 
     def fn(ops, params, noise, *, key=None):
         if num_inducing > 0:
             ll = sparse_log_marginal_likelihood(ops, params, noise, x, y, m,
-                                                num_inducing=num_inducing)
+                                                num_inducing=num_inducing, known_var=known)
         else:
             Z = (None if key is None or probes <= 0 else
                  jax.random.rademacher(key, y.shape + (probes,), x.dtype))
