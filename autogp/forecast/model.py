@@ -335,6 +335,7 @@ class AutoGP(RevisedData):
         parameters are in its units), so new times beyond the training span map past 1.
         ``rounds``: SMC rounds spent on the new data (default: one per new point, at most
         ``smc.num_rounds``). ``noise_col``: the new rows' known noise column, as in :meth:`fit`.
+        A fit with covariates needs their columns in ``new_data`` (an error names a missing one).
         """
         self._require_fitted()
         d = self.config.data
@@ -342,10 +343,11 @@ class AutoGP(RevisedData):
         target_col = target_col or d.target_col
         groups = update_groups(new_data, time_col, target_col, id_col,
                                lambda: self._fit_of(None).unique_id, noise_col or d.noise_col)
-        for uid, (ds, y, sd) in groups.items():
+        for uid, rows in groups.items():
             fit = self._fit_of(uid)
-            updated = update_posterior(fit, ds, y, self.config, panel=len(self._fits) > 1,
-                                       rounds=rounds, noise_sd=sd)
+            updated = update_posterior(fit, rows.ds, rows.y, self.config, rounds=rounds,
+                                       panel=len(self._fits) > 1, noise_sd=rows.noise_sd,
+                                       frame=rows.frame)
             if updated is not None:
                 self._fits[uid] = updated
         return self

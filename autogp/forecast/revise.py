@@ -6,7 +6,8 @@ The particles are reweighted by their likelihood ratio between the revised and t
 (Bayes' rule from one posterior to the other), resampled when their effective sample size is
 low and rejuvenated on the revised data (:func:`autogp.inference.smc.revise_smc`). The
 normalisation of the first fit is kept, as by :meth:`~autogp.AutoGP.update`. Removed stamps
-count as missing values: forecasts still start after the series' last time stamp.
+count as missing values: forecasts still start after the series' last time stamp. Revised rows
+of a fit with covariates carry their covariates' values, which replace the fitted ones.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from typing import Any
 
 import jax
 import numpy as np
+import pandas as pd
 
 from autogp._x64 import with_x64
-from autogp.config import Config, engine_settings
+from autogp.config import Config
 from autogp.data import DataError, TimeSeries
 from autogp.forecast.crossval import stamp_text
 from autogp.forecast.prediction import as_stamps
-from autogp.forecast.update import update_groups
+from autogp.forecast.update import row_covariates, update_groups
 from autogp.inference import smc
 from autogp.inference.posterior import Posterior
-from autogp.pipeline.fitting import seasonal_periods, series_key
+from autogp.pipeline.fitting import covariate_engine, seasonal_periods, series_key
 
 # Folded into a series' key after its update count: a revision and an update never share a key.
 REVISION_STREAM = 0x5EB
@@ -52,13 +54,14 @@ def fitted_rows(fit: Posterior, ds: Any, what: str) -> np.ndarray:
 
 
 def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Config, *,
-                     panel: bool, rounds: int = 1) -> Posterior:
-    """``fit`` moved to the data ``y`` (data units) at the training stamps where ``keep``."""
+                     panel: bool, rounds: int = 1,
+                     covariates: np.ndarray | None = None) -> Posterior:
+    """``fit`` moved to the data ``y`` (data units) at the training stamps where ``keep``;
+    ``covariates``: the covariates' ``[n, C]`` values at every training stamp (default: the
+    fitted ones)."""
     old = fit.series
-    if fit.covariates:
-        raise DataError(
-            f"series {fit.unique_id!r} was fitted with covariates {list(fit.covariates)}; "
-            "revisions do not take covariates yet: fit again on the revised data")
+    if covariates is None and old.covariates is not None:
+        covariates = old.covariates.to_numpy()
     if int(keep.sum()) < 2:
         raise DataError(f"series {fit.unique_id!r}: the revised data would hold "
                         f"{int(keep.sum())} observations; at least 2 are needed")
@@ -71,8 +74,10 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
     # Removed stamps are missing values: forecasts still start after the last stamp.
     end_t = old.last_t if old.last_t > old.t[keep][-1] else None
     sd = None if old.noise_sd is None else old.noise_sd[keep]
+    kept = None if covariates is None else pd.DataFrame(np.asarray(covariates)[keep],
+                                                        columns=list(fit.covariates))
     series = TimeSeries(old.t[keep], y[keep], old.unique_id, old.axis, None, stamps, end_t,
-                        key_id=old.key_id, noise_sd=sd)
+                        key_id=old.key_id, noise_sd=sd, covariates=kept)
     known = {} if sd is None else {
         "known_old": fit.scaler.forward_var(old.y, old.noise_sd),
         "known_new": fit.scaler.forward_var(series.y, sd)}
@@ -80,8 +85,9 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
                              fit.updates + 1)
     try:
         result = smc.revise_smc(
-            fit.smc_result(), fit.x, fit.y, fit.scaler.forward_t(series.t),
-            fit.scaler.forward_y(series.y), *engine_settings(config),
+            fit.smc_result(), fit.x, fit.y,
+            fit.inputs(series.t, None if kept is None else kept.to_numpy()),
+            fit.scaler.forward_y(series.y), *covariate_engine(config, fit.covariate_scaling),
             key=jax.random.fold_in(key, REVISION_STREAM), num_rounds=rounds,
             seasonal_period=seasonal_periods(old, fit.scaler), **known,
         )
@@ -90,7 +96,8 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
     removed = int((~keep).sum())
     return Posterior.from_smc(series, fit.scaler, result, num_inducing=fit.num_inducing,
                               updates=fit.updates + 1, left_out=fit.left_out, stride=fit.stride,
-                              added=max(0, fit.added - removed))
+                              added=max(0, fit.added - removed),
+                              covariate_scaling=fit.covariate_scaling)
 
 
 def remove_posterior(fit: Posterior, ds: Any, config: Config, *, panel: bool,
@@ -103,10 +110,12 @@ def remove_posterior(fit: Posterior, ds: Any, config: Config, *, panel: bool,
 
 
 def replace_posterior(fit: Posterior, ds: Any, y: Any, config: Config, *, panel: bool,
-                      rounds: int = 1) -> Posterior:
-    """``fit`` with the values ``y`` in place of its observations at the stamps ``ds``."""
+                      rounds: int = 1, frame: pd.DataFrame | None = None) -> Posterior:
+    """``fit`` with the values ``y`` in place of its observations at the stamps ``ds``;
+    ``frame``: those rows, with a column per covariate of the fit (their revised values)."""
     values = np.asarray(y, dtype=np.float64).reshape(-1)
     rows = fitted_rows(fit, ds, "replace_data")
+    revised = row_covariates(fit, frame, fit.series.ds[rows], "replace_data")
     if values.size != rows.size:
         raise DataError(f"replace_data: series {fit.unique_id!r}: {rows.size} stamps and "
                         f"{values.size} values")
@@ -117,8 +126,12 @@ def replace_posterior(fit: Posterior, ds: Any, y: Any, config: Config, *, panel:
                         "use remove_data to drop an observation")
     y_all = np.array(fit.series.y, dtype=np.float64)
     y_all[rows] = values
+    covariates = None
+    if revised is not None:
+        covariates = fit.series.covariates.to_numpy(dtype=np.float64, copy=True)
+        covariates[rows] = revised
     return revise_posterior(fit, np.ones(fit.series.n, bool), y_all, config, panel=panel,
-                            rounds=rounds)
+                            rounds=rounds, covariates=covariates)
 
 
 class RevisedData:
@@ -144,15 +157,18 @@ class RevisedData:
                      target_col: str | None = None, id_col: str | None = None,
                      rounds: int = 1) -> Any:
         """Revised values of fitted observations: ``df`` holds ``ds``, ``y`` (and
-        ``unique_id`` for panels), or is a ``(t, y)`` pair for one series. The SMC continues
-        on the revised data as in :meth:`remove_data`; a stamp that is not a fitted
-        observation is an error naming it, and then no series is changed."""
+        ``unique_id`` for panels, and the covariates' columns for a fit with covariates: their
+        revised values), or is a ``(t, y)`` pair for one series without covariates. The SMC
+        continues on the revised data as in :meth:`remove_data`; a stamp that is not a fitted
+        observation, or a missing covariate, is an error naming it, and then no series is
+        changed."""
         d = self.config.data
         groups = update_groups(df, time_col or d.time_col, target_col or d.target_col, id_col,
                                lambda: self._fit_of(None).unique_id)
-        revised = {uid: replace_posterior(self._fit_of(uid), ds, y, self.config, rounds=rounds,
-                                          panel=len(self._fits) > 1)
-                   for uid, (ds, y, _) in groups.items()}
+        revised = {uid: replace_posterior(self._fit_of(uid), rows.ds, rows.y, self.config,
+                                          rounds=rounds, panel=len(self._fits) > 1,
+                                          frame=rows.frame)
+                   for uid, rows in groups.items()}
         self._fits.update(revised)
         return self
 

@@ -260,7 +260,8 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
     Copies made by ``refine.posterior_draws`` continue as particles of their own (no new draws).
     """
     x_all, y_all = np.asarray(x_all), np.asarray(y_all)
-    num_inducing = settings.num_inducing(len(x_all))
+    # Inducing points live on the time axis: inputs with covariates keep the exact likelihood.
+    num_inducing = settings.num_inducing(len(x_all)) if x_all.ndim == 1 else 0
     n_old = int(np.asarray(result.history["count"][-1]).ravel()[0]) if result.history.get(
         "count") else len(x_all)
     n_new = len(x_all)
@@ -318,7 +319,7 @@ def revise_smc(result: SMCResult, x_old, y_old, x_new, y_new, grammar: gr.Gramma
     count = result.history.get("count")
     n_fit = int(np.asarray(count[-1]).ravel()[0]) if count else len(x_old)
     power = [settings.power_for(n_fit)]
-    num_inducing = settings.num_inducing(len(x_new))
+    num_inducing = settings.num_inducing(len(x_new)) if x_new.ndim == 1 else 0
     P = len(result.noise)
     old_data = make_data([x_old], [y_old], power=power, known_vars=[known_old])
     data = make_data([x_new], [y_new], period_peaks=settings.period_peaks,

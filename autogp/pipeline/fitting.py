@@ -191,11 +191,6 @@ def known_noise(series: TimeSeries, scaler: Scaler, config: Config) -> dict[str,
     without them)."""
     if series.noise_sd is None:
         return {}
-    if num_inducing(config, series.n) > 0:
-        raise DataError(
-            f"series {series.unique_id!r}: known observation noise needs the exact likelihood, "
-            f"and {series.n} points take the sparse one; set smc.likelihood = 'exact' or fit a "
-            "shorter window (data.window)")
     return {"known_var": scaler.forward_var(series.y, series.noise_sd)}
 
 
@@ -241,6 +236,15 @@ def fit_series_posterior(
                               covariate_scaling=scaling)
 
 
+def covariate_engine(config: Config, scaling: CovariateScaling | None):
+    """The grammar and SMC settings that continue a fit with the covariates of ``scaling``
+    (their atoms in the grammar, as in :func:`fit_series_posterior`; None: without any)."""
+    grammar, settings = engine_settings(config)
+    if scaling is not None:
+        grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight)
+    return grammar, settings
+
+
 def covariate_scaling(series: TimeSeries, config: Config) -> CovariateScaling | None:
     """The standardisation of the series' covariates (None without any); DataError where the
     exact likelihood, which covariates need, is not used or there are too many."""
@@ -263,6 +267,7 @@ __all__ = [
     "EVIDENCE_TRANSFORMS",
     "FittingWindow",
     "choose_by_evidence",
+    "covariate_engine",
     "covariate_scaling",
     "data_log_evidence",
     "evidence_transforms",
