@@ -111,6 +111,17 @@ def window_name(unique_id: str, cutoff: Any) -> str:
     return f"{unique_id} @ cutoff {stamp_text(cutoff)}"
 
 
+def window_covariates(series: TimeSeries, seen: np.ndarray) -> pd.DataFrame | None:
+    """The series' covariates on a window's training rows ``seen``, without those constant
+    there: a fit of the data truncated at the cutoff leaves them out too (they say nothing the
+    level does not, :func:`autogp.forecast.covariates.attach_covariates`)."""
+    if series.covariates is None:
+        return None
+    rows = series.covariates[seen]
+    varies = [c for c in rows.columns if np.ptp(rows[c].to_numpy()) > 0] if len(rows) else []
+    return rows[varies] if varies else None
+
+
 def series_windows(
     series: TimeSeries, h: int, n_windows: int, step_size: int, *, panel: bool
 ) -> list[Window]:
@@ -138,7 +149,7 @@ def series_windows(
             series.t[seen], series.y[seen], window_name(uid, cutoff), series.axis, None,
             series.ds[seen], cutoff_t, key_id=uid if panel else None,
             noise_sd=None if series.noise_sd is None else series.noise_sd[seen],
-            covariates=None if series.covariates is None else series.covariates[seen],
+            covariates=window_covariates(series, seen),
         )
         # statsforecast forecasts the next h rows; on a grid without gaps they are the next
         # h steps, forecast exactly as predict(h) of the truncated data does.
@@ -164,7 +175,8 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
             f"series {series.unique_id!r} was fitted in {fit.scaler.units} units, which need "
             f"positive values; the data up to a later cutoff hold {y_new.min()!r}"
         )
-    future = None if series.covariates is None else series.covariates[new]
+    # The fit's own covariates (a window leaves out those constant on its training data).
+    future = series.covariates[new][list(fit.covariates)] if fit.covariates else None
     mean, cov = fit.predictive(t_new, include_noise=True, full_cov=True,
                                covariates=None if future is None else future.to_numpy())
     if series.noise_sd is not None:  # the added observations' known variances
@@ -287,5 +299,5 @@ def cross_validation(
 
 
 __all__ = ["CV_KEYS", "MODEL_NAME", "Window", "condition_on", "cross_validation",
-           "known_covariates",
-           "series_windows", "stamp_text", "stamps_of", "window_name"]
+           "known_covariates", "series_windows", "stamp_text", "stamps_of", "window_covariates",
+           "window_name"]
