@@ -41,6 +41,7 @@ def daily(n: int = 36, seed: int = 4) -> pd.DataFrame:
                          "x": x, "promo": promo})
 
 
+@pytest.mark.slow
 def test_each_window_equals_a_separate_fit_with_its_future_covariates():
     df = daily()
     h = 3
