@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
 
+from autogp._x64 import with_x64
 from autogp.evaluator import posterior_predictive
 
 #: Rounds on fewer than this share of a series' points are not used.
@@ -67,6 +68,7 @@ def _per_particle(x, P: int):
     return x if np.ndim(x) == 1 else np.broadcast_to(x, (P,) + np.shape(x))
 
 
+@with_x64
 def held_out_scores(rounds: Sequence[tuple[np.ndarray, object]], data, g: int
                     ) -> list[np.ndarray]:
     """Series ``g``'s scores, one array per usable round (steps 1, 2, ... ahead), from
@@ -74,8 +76,8 @@ def held_out_scores(rounds: Sequence[tuple[np.ndarray, object]], data, g: int
     and the fit's :class:`~autogp.inference.smc_round.Data` (points in time order)."""
     n = int(np.asarray(data.length)[g])
     steps = max(1, math.ceil(STEPS_SHARE * n))
-    x, y = np.asarray(data.x)[g], np.asarray(data.y)[g]
-    known = None if data.known_var is None else np.asarray(data.known_var)[g]
+    x, y = np.asarray(data.x, np.float64)[g], np.asarray(data.y, np.float64)[g]
+    known = None if data.known_var is None else np.asarray(data.known_var, np.float64)[g]
     N = x.shape[0]
     out = []
     for counts, state in rounds:
