@@ -48,6 +48,7 @@ from autogp.data.transform import choose_transform  # noqa: E402
 from autogp.experiments.scoring import quantiles_from_frame, scaled_crps  # noqa: E402
 from autogp.forecast.columns import MODEL_NAME, quantile_column  # noqa: E402
 from autogp.forecast.metrics import coverage, mase, seasonality  # noqa: E402
+from autogp.inference.calibration import predictive_scale  # noqa: E402
 from autogp.pipeline.fitting import (  # noqa: E402
     data_log_evidence,
     evidence_transforms,
@@ -134,6 +135,10 @@ CANDIDATES: dict[str, dict[str, object]] = {
     # and with proposals nearer the season.
     "period_step=0.2": {"refine.period_step": 0.2},
     "period_step=0.2+spread=0.01": {"refine.period_step": 0.2, "smc.period_spread": 0.01},
+    # Forecast sds beyond the data widened by a per-series factor from the rounds' own
+    # held-out forecasts (smc.calibrate; the particles are the defaults' own).
+    "calibrate": {"smc.calibrate": True},
+    "calibrate+prior=0": {"smc.calibrate": True, "smc.calibration_prior": 0.0},
 }
 #: A fast configuration for --tiny (a smoke test, not a setting to choose).
 TINY = {"smc.num_particles": 2, "smc.num_rounds": 2, "smc.structure_moves": 2,
@@ -302,9 +307,14 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
     (other settings, transform, window), so ``defaults`` (auto) reuses the ``transform=none``
     and ``transform=log`` fits of the windows where it picks none or log: the same settings,
     hence the same model."""
-    # data.transform is resolved per window below; other data keys go to the fit as given
+    # data.transform is resolved per window below; other data keys go to the fit as given.
+    # Every fit records its held-out scores (smc.calibrate leaves the particles as they are),
+    # and each candidate's forecast scale is set from them: candidates that differ only in
+    # the calibration share their fits.
     other = {k: v for k, v in overrides.items()
-             if k not in ("data.transform", "data.boxcox_lambda")}
+             if k not in ("data.transform", "data.boxcox_lambda", *CALIBRATION_KEYS)}
+    engine = engine_settings(load_config(None, {k: v for k, v in overrides.items()
+                                                if k in CALIBRATION_KEYS}))[1]
     base_key = json.dumps(sorted(other.items()), default=str)
     groups: dict[float | None, list[dict]] = {}
     fitted: dict[str, list[float | None]] = {}
@@ -317,38 +327,55 @@ def evaluate(name: str, overrides: dict, windows: list[dict], seed: int, workers
         todo = [w for w in group if (base_key, lam, w["series"].unique_id) not in cache]
         if not todo:
             continue
-        setting = {**other, **extra, **_transform_settings(lam), "smc.workers": workers}
+        setting = {**other, **extra, **_transform_settings(lam), "smc.workers": workers,
+                   "smc.calibrate": True}
         model = AutoGP(seed=seed, overrides=setting, progress=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model.fit([w["series"] for w in todo])
         for w in todo:
             uid = w["series"].unique_id
-            qs = model.predict(w["h"], quantiles=QUANTILES, level=[], unique_id=uid)
-            mean = model.predict(w["h"], level=[], point="mean", unique_id=uid)[MODEL_NAME]
             cache[(base_key, lam, uid)] = {
+                "model": model,
                 "units": model.fits[uid].scaler.units,
                 "evidence": data_log_evidence(model.fits[uid], model.config),
                 "evidence_second_half": second_half_log_evidence(model.fits[uid],
                                                                  model.config),
-                "q": {tau: qs[quantile_column(tau)].to_numpy() for tau in QUANTILES},
-                "mean": mean.to_numpy(),
             }
     seconds = time.perf_counter() - started
     rows = []
     for w in windows:
         # the fit the model keeps: the only one, or the higher evidence (ties: the first)
-        hits = [cache[(base_key, lam, w["series"].unique_id)]
+        hits = [_forecast(cache[(base_key, lam, w["series"].unique_id)], w, engine)
                 for lam in fitted[w["series"].unique_id]]
         hit = max(hits, key=lambda h: h["evidence"] if np.isfinite(h["evidence"]) else -np.inf)
         rows.append(window_row(name, w, hit["q"], hit["mean"], seconds) | {
             "transform": hit["units"],
+            "predictive_scale": hit["scale"],
             "log_evidence": hit["evidence"],
             "log_evidence_by_units": json.dumps({h["units"]: h["evidence"] for h in hits}),
             "second_half_by_units": json.dumps(
                 {h["units"]: h["evidence_second_half"] for h in hits}),
         })
     return rows
+
+
+#: Settings that change a fit's forecast scale only (autogp.inference.calibration).
+CALIBRATION_KEYS = ("smc.calibrate", "smc.calibration_prior")
+
+
+def _forecast(hit: dict, w: dict, engine) -> dict:
+    """A cached fit's forecast of window ``w`` under the calibration of ``engine`` (the
+    candidate's SMC settings): its quantiles and mean, added to ``hit``."""
+    model, uid = hit["model"], w["series"].unique_id
+    history = model.fits[uid].history
+    history["predictive_scale"] = [
+        predictive_scale(history["held_out_mean_squares"], engine.calibration_prior)
+        if engine.calibrate else 1.0]
+    qs = model.predict(w["h"], quantiles=QUANTILES, level=[], unique_id=uid)
+    mean = model.predict(w["h"], level=[], point="mean", unique_id=uid)[MODEL_NAME]
+    return hit | {"q": {tau: qs[quantile_column(tau)].to_numpy() for tau in QUANTILES},
+                  "mean": mean.to_numpy(), "scale": history["predictive_scale"][0]}
 
 
 def window_row(name: str, w: dict, q: dict[float, np.ndarray], mean: np.ndarray,

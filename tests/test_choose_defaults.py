@@ -288,3 +288,23 @@ def test_baselines_from_statsforecast_on_two_windows():
     naive = rows[1]
     y_train = windows[0]["series"].y
     np.testing.assert_allclose(json.loads(naive["median"]), np.tile(y_train[-4:], 2))
+
+
+def test_calibrated_candidates_share_the_defaults_fits_and_only_widen(tmp_path):
+    main(["--tiny", "--workers", "1", "--candidates", "defaults,calibrate+prior=0",
+          "--out", str(tmp_path)])
+    windows = pd.read_csv(tmp_path / "windows.csv")
+    plain = windows[windows["candidate"] == "defaults"].set_index("unique_id")
+    wide = windows[windows["candidate"] == "calibrate+prior=0"].set_index("unique_id")
+    assert (plain["predictive_scale"] == 1.0).all() and (wide["predictive_scale"] >= 1.0).all()
+    assert (wide["fit_seconds_new"] == 0.0).all()  # no fits of its own
+    for uid in plain.index:
+        a, b = plain.loc[uid], wide.loc[uid]
+        lo_a, hi_a, lo_b, hi_b = (np.asarray(json.loads(v)) for v in
+                                  (a["lo_95"], a["hi_95"], b["lo_95"], b["hi_95"]))
+        if b["predictive_scale"] == 1.0:
+            np.testing.assert_array_equal(lo_a, lo_b)
+            np.testing.assert_array_equal(hi_a, hi_b)
+        else:
+            assert np.all(hi_b - lo_b > hi_a - lo_a)
+        assert a["transform"] == b["transform"]

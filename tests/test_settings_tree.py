@@ -171,7 +171,8 @@ def test_modes_are_enumerations_equal_to_their_strings():
 def test_for_programs_resets_the_host_only_settings():
     host_only = {"num_particles", "schedule", "num_rounds", "restarts", "counts", "shuffle",
                  "round_sizes", "period_peaks", "likelihood", "inducing_points", "sparse_above",
-                 "likelihood_power", "power_from", "structure_weights", "evidence_power"}
+                 "likelihood_power", "power_from", "structure_weights", "evidence_power",
+                 "calibrate", "calibration_prior"}
     declared = {f.name for f in dataclasses.fields(SMCSettings)
                 if spec_of(f) is not None and not spec_of(f).in_programs}
     assert declared == host_only
@@ -179,7 +180,8 @@ def test_for_programs_resets_the_host_only_settings():
         num_particles=3, schedule="counts", num_rounds=2, restarts=2, counts=(4, 8), shuffle=True,
         round_sizes="full", period_peaks=1, likelihood="sparse", inducing_points=9,
         sparse_above=10, likelihood_power=0.3, power_from=5, structure_weights="laplace",
-        evidence_power=0.5, ess_threshold=0.2, structure_moves=4, pick="leaf_biased",
+        evidence_power=0.5, calibrate=True, calibration_prior=0.5, ess_threshold=0.2,
+        structure_moves=4, pick="leaf_biased",
         refine=RefineSettings(steps=3, posterior_draws=4, mode="hmc"))
     programs = changed.for_programs()
     default = SMCSettings()

@@ -293,7 +293,24 @@ class Posterior:
                 cov = cov + noise_var[:, None, None] * np.eye(M)
             else:
                 cov = cov + noise_var[:, None]
+        scale = self.forecast_scale(x_all)
+        if np.any(scale != 1.0):
+            cov = cov * (np.outer(scale, scale) if full_cov else scale**2)
         return mean, cov
+
+    def predictive_scale(self) -> float:
+        """The fit's factor for its forecasts' standard deviations beyond the data
+        (``smc.calibrate``; 1 when off)."""
+        values = self.history.get("predictive_scale") or [1.0]
+        return float(np.ravel(values)[0])
+
+    def forecast_scale(self, x_new: np.ndarray) -> np.ndarray:
+        """Per prediction input (normalised) the factor for its standard deviation: the
+        predictive scale after the last training time, 1 up to it."""
+        t_new = x_new if np.ndim(x_new) == 1 else x_new[:, 0]
+        t_train = self.x if np.ndim(self.x) == 1 else self.x[:, 0]
+        last = np.max(t_train) if np.size(t_train) else -np.inf
+        return np.where(np.asarray(t_new) > last, self.predictive_scale(), 1.0)
 
     def mixture(self, t_new: np.ndarray, include_noise: bool,
                 covariates: np.ndarray | None = None) -> Mixture:

@@ -165,8 +165,10 @@ def run_rounds(
     num_inducing: int = 0,
     callback: Callable[[int, int], None] | None = None,
     debug: bool = False,
+    record: list | None = None,
 ) -> tuple[SMCState, dict[str, list]]:
-    """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series)."""
+    """Run the rounds given by ``counts`` ``[R, G]`` (absolute counts per series).
+    ``record``: a list to append ``(counts [G], state)`` to after each round (host copies)."""
     counts = np.asarray(counts, dtype=np.int32)
     history: dict[str, list] = {name: [] for name in (*_DIAGNOSTICS, "count", "log_evidence")}
     sizes = round_sizes(settings, counts, data.x.shape[1])
@@ -181,6 +183,8 @@ def run_rounds(
         for name, value in diag.items():
             history[name].append(np.asarray(value).tolist())
         history["count"].append(counts[r].tolist())
+        if record is not None:
+            record.append((counts[r], jax.tree_util.tree_map(np.asarray, state)))
         # the running log evidence: its differences are the rounds' predictive log scores
         history["log_evidence"].append(np.asarray(state.log_evidence).tolist())
         if callback is not None:

@@ -170,6 +170,18 @@ class SMCSettings:
         1.0, "with structure_weights = laplace: weigh each mode by p(T) p(y | T)^evidence_power "
         "(1: the Laplace posterior; below 1 flatter over structures)",
         lo=0.0, hi=1.0, lo_open=True, in_programs=False)
+    # Intervals on short M3 series under-cover (benchmarks/choose_defaults/calibration): the
+    # rounds' particles forecast the points the later rounds add before they see them, and
+    # those held-out errors say how much wider this series' forecasts should be.
+    calibrate: bool = setting(
+        False, "widen the forecast's standard deviations beyond the data by a per-series "
+        "factor from the rounds' own held-out forecasts (each round's particles forecasting "
+        "the points after the ones they were fitted to, from rounds on at least half of the "
+        "data): the root mean square of their standard-normal scores, shrunk towards 1 by "
+        "calibration_prior origins, never below 1", in_programs=False)
+    calibration_prior: float = setting(
+        2.0, "with calibrate: the prior's weight in well-calibrated origins (0: the rounds' "
+        "scores alone)", lo=0.0, hi=1000.0, in_programs=False)
     ess_threshold: float = setting(
         0.5, "resample when ESS < ess_threshold * num_particles", lo=0.0, hi=1.0)
     resampling: Resampling = setting(Resampling.MULTINOMIAL, "resampling scheme")

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
-from autogp.inference import evidence
+from autogp.inference import calibration, evidence
 from autogp.inference import grammar as gr
 from autogp.inference.rounds import (
     SMCState,
@@ -85,7 +85,10 @@ def schedule_counts(
     return out
 
 
-def _result(state: SMCState, history, g: int = 0) -> SMCResult:
+def _result(state: SMCState, history, g: int = 0, squares: Sequence[list[float]] | None = None,
+            prior_origins: float = 0.0) -> SMCResult:
+    if squares is not None:  # per series, unlike the rest of the history
+        history = {**history, **_calibration_history(squares[g], prior_origins)}
     return SMCResult(
         ops=np.asarray(state.ops[g]),
         params=np.asarray(state.params[g]),
@@ -94,6 +97,13 @@ def _result(state: SMCState, history, g: int = 0) -> SMCResult:
         log_marginal_likelihood=float(state.log_evidence[g]),
         history=history,
     )
+
+
+def _calibration_history(squares: Sequence[float], prior_origins: float) -> dict[str, list]:
+    """A series' held-out origins' mean squared scores and the forecast scale they give
+    (:mod:`autogp.inference.calibration`), as history entries."""
+    return {"held_out_mean_squares": [float(v) for v in squares],
+            "predictive_scale": [calibration.predictive_scale(squares, prior_origins)]}
 
 
 #: ``structure_weights`` that reweigh the final particles by the modes they found
@@ -186,8 +196,16 @@ def run_smc_panel(
                                  learn_noise=settings.refine.learn_noise)
     state = init_state(grammar, len(xs), settings.num_particles, key=k_init, data=data,
                        settings=settings)
+    # The rounds' held-out forecasts need the points in time order and the exact predictive.
+    calibrate = settings.calibrate and not settings.shuffle and num_inducing == 0
+    recorded: list | None = [] if calibrate else None
     state, history = run_rounds(grammar, settings, state, data, counts, key=k_run,
-                                num_inducing=num_inducing, callback=callback, debug=debug)
+                                num_inducing=num_inducing, callback=callback, debug=debug,
+                                record=recorded)
+    squares = None
+    if calibrate:
+        squares = [calibration.origin_mean_squares(calibration.held_out_scores(recorded, data, g))
+                   for g in range(len(xs))]
     if by_modes:
         state = _mode_weights(grammar, settings, state, data, num_inducing, runs)
     draws = settings.refine.posterior_draws
@@ -202,12 +220,20 @@ def run_smc_panel(
             f"every particle failed (non-finite likelihood) for series {bad}; the data may be "
             "degenerate (check for constant or extreme values)"
         )
-    results = [_result(state, history, g) for g in range(len(xs))]
+    results = [_result(state, history, g, squares, settings.calibration_prior)
+               for g in range(len(xs))]
     if runs == 1:
         return results
     # Mode weights were computed over the modes of all of a series' runs together.
-    return [pool_runs(results[g : g + runs], joint_weights=by_modes)
-            for g in range(0, len(results), runs)]
+    pooled = [pool_runs(results[g : g + runs], joint_weights=by_modes)
+              for g in range(0, len(results), runs)]
+    if squares is None:
+        return pooled
+    # The runs' held-out origins are alike evidence: one scale from all of them.
+    return [p._replace(history={**p.history, **_calibration_history(
+                [v for r in range(g * runs, (g + 1) * runs) for v in squares[r]],
+                settings.calibration_prior)})
+            for g, p in enumerate(pooled)]
 
 
 def _mode_weights(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data,
@@ -286,8 +312,18 @@ def update_smc(result: SMCResult, x_all, y_all, grammar: gr.Grammar, settings: S
                                 num_inducing=num_inducing, callback=callback)
     if settings.structure_weights in MODE_WEIGHTS:
         state = _mode_weights(grammar, settings, state, data, num_inducing)
-    merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
+    merged = _merged_history(result.history, history)
     return _result(state, merged)
+
+
+def _merged_history(old: dict, new: dict) -> dict:
+    """A continued fit's history: each round's entries after the earlier ones; the fit's
+    per-series predictive scale carries over (the new rounds are too few to re-estimate it)."""
+    merged = {k: list(old.get(k, [])) + v for k, v in new.items()}
+    for key in ("predictive_scale", "held_out_mean_squares"):
+        if key in old:
+            merged[key] = list(old[key])
+    return merged
 
 
 @functools.partial(jax.jit, static_argnames=("num_particles", "num_inducing"))
@@ -355,7 +391,7 @@ def revise_smc(result: SMCResult, x_old, y_old, x_new, y_new, grammar: gr.Gramma
         raise FloatingPointError("no particle gives the revised data a finite likelihood")
     if settings.structure_weights in MODE_WEIGHTS:
         state = _mode_weights(grammar, settings, state, data, num_inducing)
-    merged = {k: list(result.history.get(k, [])) + v for k, v in history.items()}
+    merged = _merged_history(result.history, history)
     return _result(state, merged)
 
 
