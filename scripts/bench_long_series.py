@@ -1,0 +1,175 @@
+"""The full-resolution stage against the window alone on long real series (not a test).
+
+For each series of a long CSV (``unique_id, ds, y, split``; rows with ``split == test`` held
+out) and each method, one fit in its own process under a timeout, scored on the test rows:
+MASE (scaled by the in-sample seasonal naive with the series' season, ``bench_scaling``'s
+``LONG_SEASONS``: 12, 1, 48, 48, 169), the MASE of seasonal naive itself, the 95% interval's
+coverage and the fit's seconds. Methods:
+
+* ``window``: the defaults with ``data.full_resolution = "off"`` (the SMC on the window only);
+* ``full``: the defaults (``data.full_resolution = "auto"``: the window's SMC, then the
+  heaviest structures with a state-space form re-fitted on the last
+  ``data.full_resolution_points`` points by the Kalman filter), with how many structures the
+  stage re-fitted, its state dimension and the weight they carry.
+
+    python scripts/bench_long_series.py [--csv PATH] [--series ID ...] [--methods window full]
+                                        [--workers 1] [--timeout 900] [--set KEY=VALUE ...]
+                                        [--json PATH]
+
+``--workers`` fits run at once (each a process); on a shared or small machine keep 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import pandas as pd  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CSV = Path("/work/shared/data/long_series.csv.gz")
+METHODS = {"window": {"data.full_resolution": "off"}, "full": {}}
+
+
+def _scaling():
+    """``bench_scaling`` (the long series' seasons, rows and scores live there)."""
+    spec = importlib.util.spec_from_file_location("bench_scaling", HERE / "bench_scaling.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _read(path: str) -> pd.DataFrame:
+    frame = pd.read_csv(path)
+    ds = pd.to_numeric(frame["ds"], errors="coerce")
+    return frame.assign(ds=ds if ds.notna().all() else pd.to_datetime(frame["ds"]))
+
+
+def child(spec: dict) -> dict:
+    """One fit (in a child process): scores and what the stage did."""
+    from autogp import AutoGP
+    from autogp.forecast.columns import MODEL_NAME, interval_columns
+
+    bench = _scaling()
+    train, test = bench.long_rows(_read(spec["csv"]), spec["unique_id"])
+    y_train = train["y"].to_numpy(float)
+    model = AutoGP(progress=False, seed=spec["seed"], overrides=spec["overrides"])
+    start = time.perf_counter()
+    model.fit(train[["ds", "y"]])
+    fit_s = time.perf_counter() - start
+    fc = model.predict(list(test["ds"]), level=[95])
+    lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))
+    out = {"fit_s": fit_s, "predict_s": time.perf_counter() - start - fit_s,
+           **bench.scores(y_train, test["y"].to_numpy(float), fc[MODEL_NAME].to_numpy(), lo, hi,
+                          spec["season"])}
+    fit = model.fits[model.unique_ids[0]]
+    fr = fit.full_resolution
+    if fr is not None:
+        w = fit.weights()
+        out.update({"stage_points": len(fr.t), "stage_dim": fr.dim,
+                    "stage_structures": int(fr.state_space.sum()),
+                    "stage_weight": float(w[fr.state_space].sum()),
+                    "stage_note": fr.note,
+                    "kept_reasons": sorted({int(r) for r in fr.reason[~fr.state_space]})})
+    table = model.kernels()
+    out["structures"] = [{"structure": s, "weight": round(float(w), 4)} for s, w in
+                         zip(table["structure"][:3], table["weight"][:3], strict=True)]
+    return out
+
+
+def run_case(spec: dict, timeout: float) -> dict:
+    """``spec`` fitted in a child process under ``timeout`` seconds (an error row if not)."""
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout:.0f} s"}
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
+    rows = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
+    if not rows:
+        return {"error": "no result row printed"}
+    return {**json.loads(rows[-1]), "wall_s": time.perf_counter() - start}
+
+
+def _overrides(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--set takes KEY=VALUE, got {pair!r}")
+        out[key] = json.loads(value) if value[:1] in "0123456789-[{tf" else value
+    return out
+
+
+def markdown(rows: list[dict]) -> str:
+    """The report's table: one row per series and method."""
+    head = ("| series | method | MASE | naive MASE | 95% cov | fit s | stage |\n"
+            "|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['unique_id']} | {r['method']} | {r['error']} | | | | |")
+            continue
+        stage = "-"
+        if "stage_structures" in r:
+            stage = (f"{r['stage_structures']} re-fitted, weight {r['stage_weight']:.2f}, "
+                     f"D = {r['stage_dim']}, {r['stage_points']} points")
+            if r.get("stage_note"):
+                stage += f" ({r['stage_note']})"
+        lines.append(f"| {r['unique_id']} | {r['method']} | {r['mase']:.3f} | "
+                     f"{r['mase_naive']:.3f} | {r['coverage95']:.2f} | {r['fit_s']:.0f} | "
+                     f"{stage} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--csv", default=str(DEFAULT_CSV))
+    ap.add_argument("--series", nargs="+", default=None, help="ids (default: all in the CSV)")
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    ap.add_argument("--workers", type=int, default=1, help="fits at once (processes)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--set", dest="set_", nargs="+", default=[], metavar="KEY=VALUE",
+                    help="config overrides for every fit (JSON values)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(child(json.loads(args.child))), flush=True)
+        return {}
+    bench = _scaling()
+    ids = args.series or list(dict.fromkeys(_read(args.csv)["unique_id"]))
+    common = _overrides(args.set_)
+    specs = [{"csv": args.csv, "unique_id": uid, "method": method, "seed": args.seed,
+              "season": bench.by_prefix(bench.LONG_SEASONS, uid, 1),
+              "overrides": {**common, **METHODS[method]}}
+             for uid in ids for method in args.methods]
+    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
+        results = list(pool.map(lambda s: run_case(s, args.timeout), specs))
+    rows = [{"unique_id": s["unique_id"], "method": s["method"], "season": s["season"], **r}
+            for s, r in zip(specs, results, strict=True)]
+    report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                          "load": os.getloadavg()},
+              "overrides": common, "rows": rows}
+    print(markdown(rows))
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=1, default=float))
+    return report
+
+
+if __name__ == "__main__":
+    main()
