@@ -49,10 +49,28 @@ def _scaling():
     return module
 
 
-def _read(path: str) -> pd.DataFrame:
+def _read(path: str, uid: str | None = None) -> pd.DataFrame:
+    """The CSV's rows (of series ``uid``), ``ds`` as numbers where they all are, else dates."""
     frame = pd.read_csv(path)
+    if uid is None:
+        return frame
+    frame = frame[frame["unique_id"] == uid]
     ds = pd.to_numeric(frame["ds"], errors="coerce")
     return frame.assign(ds=ds if ds.notna().all() else pd.to_datetime(frame["ds"]))
+
+
+def _training_data(train: pd.DataFrame):
+    """What ``AutoGP.fit`` gets: the frame, or for numeric stamps a series whose calendar is
+    named by the ``freq`` column (fractional years of monthly data: months), as
+    ``autogp run`` names it with ``data.freq_col``."""
+    from autogp.data import from_arrays
+    from autogp.data.seasons import with_frequency
+
+    if not pd.api.types.is_numeric_dtype(train["ds"]):
+        return train[["ds", "y"]]
+    freq = str(train["freq"].iloc[0]) if "freq" in train else None
+    series = from_arrays(train["ds"].to_numpy(float), train["y"].to_numpy(float))
+    return with_frequency(series, freq)
 
 
 def child(spec: dict) -> dict:
@@ -61,11 +79,11 @@ def child(spec: dict) -> dict:
     from autogp.forecast.columns import MODEL_NAME, interval_columns
 
     bench = _scaling()
-    train, test = bench.long_rows(_read(spec["csv"]), spec["unique_id"])
+    train, test = bench.long_rows(_read(spec["csv"], spec["unique_id"]), spec["unique_id"])
     y_train = train["y"].to_numpy(float)
     model = AutoGP(progress=False, seed=spec["seed"], overrides=spec["overrides"])
     start = time.perf_counter()
-    model.fit(train[["ds", "y"]])
+    model.fit(_training_data(train))
     fit_s = time.perf_counter() - start
     fc = model.predict(list(test["ds"]), level=[95])
     lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))

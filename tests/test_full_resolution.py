@@ -5,14 +5,18 @@ forecast from the filter, and every other particle visibly left with the window'
 from __future__ import annotations
 
 import dataclasses
+import io
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+from rich.console import Console
 from scipy.special import logsumexp
 
 from autogp import AutoGP
 from autogp._x64 import x64
+from autogp.cli.explanation import print_explanation
 from autogp.config import load_config
 from autogp.data import from_arrays
 from autogp.evaluator import gram, log_marginal_likelihood, posterior_predictive
@@ -22,6 +26,7 @@ from autogp.forecast.tables import explanation, structure_table
 from autogp.kernels import pack
 from autogp.pipeline.fitting import posterior_from_kernels
 from autogp.pipeline.full_resolution import full_resolution_stage, stage_applies
+from autogp.pipeline.saveload import model_from_bytes, model_to_bytes
 from tests.test_forecast import install_fake_smc
 
 # A long hourly series with a known LIN + PER(24) + WN structure; the window is its last 300
@@ -160,3 +165,23 @@ def test_a_long_fit_goes_through_the_stage_and_says_so(monkeypatch):
     fit = model.fits[model.unique_ids[0]]
     assert fit.full_resolution is not None and not fit.full_resolution.state_space.any()
     assert "an atom with no state-space form" in model.explain()
+    console = Console(file=io.StringIO(), width=200)
+    print_explanation(console, model, top=5)
+    printed = console.file.getvalue()
+    assert "no structure re-fitted on the last 40 points" in printed
+    assert "scored by: dense likelihood on the window (kept: an atom with no" in printed
+
+
+def test_a_saved_model_keeps_the_stage(staged):
+    _, post = staged
+    config = load_config(None, SETTINGS)
+    holder = SimpleNamespace(config=config, fits={post.unique_id: post})
+    (back,) = model_from_bytes(model_to_bytes(holder)).fits
+    fr, again = post.full_resolution, back.full_resolution
+    for name in ("t", "y", "state_space", "reason", "log_likelihood"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(fr, name))
+    assert (again.dim, again.note) == (fr.dim, fr.note)
+    t_new = N + np.arange(5.0)
+    with x64():
+        np.testing.assert_allclose(back.predictive(t_new, True)[0],
+                                   post.predictive(t_new, True)[0], rtol=1e-12)
