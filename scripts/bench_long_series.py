@@ -10,7 +10,9 @@ coverage and the fit's seconds. Methods:
 * ``full``: the defaults (``data.full_resolution = "auto"``: the window's SMC, then the
   heaviest structures with a state-space form re-fitted on the last
   ``data.full_resolution_points`` points by the Kalman filter), with how many structures the
-  stage re-fitted, its state dimension and the weight they carry.
+  stage re-fitted, its state dimension and the weight they carry. Both methods share one SMC
+  run on the window (the stage is applied to the window fit, as ``fit`` does), so the rows
+  differ by the stage alone.
 
     python scripts/bench_long_series.py [--csv PATH] [--series ID ...] [--methods window full]
                                         [--workers 1] [--timeout 900] [--set KEY=VALUE ...]
@@ -35,6 +37,8 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import pandas as pd  # noqa: E402
+
+from autogp._x64 import x64  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_CSV = Path("/work/shared/data/long_series.csv.gz")
@@ -73,53 +77,92 @@ def _training_data(train: pd.DataFrame):
     return with_frequency(series, freq)
 
 
-def child(spec: dict) -> dict:
-    """One fit (in a child process): scores and what the stage did."""
-    from autogp import AutoGP
+def _scores(bench, model, train, test, season: int) -> dict:
     from autogp.forecast.columns import MODEL_NAME, interval_columns
+
+    start = time.perf_counter()
+    fc = model.predict(list(test["ds"]), level=[95])
+    lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))
+    return {"predict_s": time.perf_counter() - start,
+            **bench.scores(train["y"].to_numpy(float), test["y"].to_numpy(float),
+                           fc[MODEL_NAME].to_numpy(), lo, hi, season)}
+
+
+def _structures(model) -> list[dict]:
+    table = model.kernels()
+    return [{"structure": s, "weight": round(float(w), 4)} for s, w in
+            zip(table["structure"][:3], table["weight"][:3], strict=True)]
+
+
+def child(spec: dict) -> list[dict]:
+    """The fits of one series (in a child process): rows of scores, one per method.
+
+    Both methods share the SMC on the window: the window fit is made with the stage off, and
+    the ``full`` row applies the stage to that very posterior (``fit_series_posterior`` is
+    ``full_resolution_stage(window fit)``), so its fit seconds are the window's plus the
+    stage's, and the comparison is of the stage alone, not of two SMC runs."""
+    from autogp import AutoGP
+    from autogp.forecast.reading import read_series
+    from autogp.pipeline.full_resolution import full_resolution_stage
 
     bench = _scaling()
     train, test = bench.long_rows(_read(spec["csv"], spec["unique_id"]), spec["unique_id"])
-    y_train = train["y"].to_numpy(float)
-    model = AutoGP(progress=False, seed=spec["seed"], overrides=spec["overrides"])
+    data = _training_data(train)
+    model = AutoGP(progress=False, seed=spec["seed"],
+                   overrides={**spec["overrides"], **METHODS["window"]})
     start = time.perf_counter()
-    model.fit(_training_data(train))
-    fit_s = time.perf_counter() - start
-    fc = model.predict(list(test["ds"]), level=[95])
-    lo, hi = (fc[c].to_numpy() for c in interval_columns(MODEL_NAME, 95))
-    out = {"fit_s": fit_s, "predict_s": time.perf_counter() - start - fit_s,
-           **bench.scores(y_train, test["y"].to_numpy(float), fc[MODEL_NAME].to_numpy(), lo, hi,
-                          spec["season"])}
-    fit = model.fits[model.unique_ids[0]]
-    fr = fit.full_resolution
-    if fr is not None:
-        w = fit.weights()
-        out.update({"stage_points": len(fr.t), "stage_dim": fr.dim,
-                    "stage_structures": int(fr.state_space.sum()),
-                    "stage_weight": float(w[fr.state_space].sum()),
-                    "stage_note": fr.note,
-                    "kept_reasons": sorted({int(r) for r in fr.reason[~fr.state_space]})})
-    table = model.kernels()
-    out["structures"] = [{"structure": s, "weight": round(float(w), 4)} for s, w in
-                         zip(table["structure"][:3], table["weight"][:3], strict=True)]
-    return out
+    model.fit(data)
+    window_s = time.perf_counter() - start
+    rows = []
+    if "window" in spec["methods"]:
+        rows.append({"method": "window", "fit_s": window_s,
+                     **_scores(bench, model, train, test, spec["season"]),
+                     "structures": _structures(model)})
+    if "full" in spec["methods"]:
+        full = AutoGP(progress=False, seed=spec["seed"],
+                      overrides={**spec["overrides"], **METHODS["full"]})
+        uid = model.unique_ids[0]
+        (series,) = read_series(data, full.config)
+        start = time.perf_counter()
+        with x64():
+            fit = full_resolution_stage(model.fits[uid], series, full.config)
+        stage_s = time.perf_counter() - start
+        model._fits[uid] = fit  # the window fit, after the stage
+        row = {"method": "full", "fit_s": window_s + stage_s, "stage_s": stage_s,
+               **_scores(bench, model, train, test, spec["season"]),
+               "structures": _structures(model)}
+        fr = fit.full_resolution
+        if fr is not None:
+            w = fit.weights()
+            row.update({"stage_points": len(fr.t), "stage_dim": fr.dim,
+                        "stage_structures": int(fr.state_space.sum()),
+                        "stage_weight": float(w[fr.state_space].sum()),
+                        "stage_note": fr.note,
+                        "kept_reasons": sorted({int(r) for r in fr.reason[~fr.state_space]})})
+        rows.append(row)
+    return rows
 
 
-def run_case(spec: dict, timeout: float) -> dict:
-    """``spec`` fitted in a child process under ``timeout`` seconds (an error row if not)."""
+def run_case(spec: dict, timeout: float) -> list[dict]:
+    """``spec`` fitted in a child process under ``timeout`` seconds: its rows (one error row
+    per method if it fails)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(spec)]
     start = time.perf_counter()
+    error = None
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        return {"error": lines[-1] if lines else f"exit status {done.returncode}"}
-    rows = [line for line in done.stdout.strip().splitlines() if line.startswith("{")]
-    if not rows:
-        return {"error": "no result row printed"}
-    return {**json.loads(rows[-1]), "wall_s": time.perf_counter() - start}
+        error = f"timeout after {timeout:.0f} s"
+    else:
+        lines = [line for line in done.stdout.strip().splitlines() if line.startswith("[")]
+        if done.returncode != 0:
+            err = done.stderr.strip().splitlines()
+            error = err[-1] if err else f"exit status {done.returncode}"
+        elif not lines:
+            error = "no result rows printed"
+    if error is not None:
+        return [{"method": m, "error": error} for m in spec["methods"]]
+    return [{**row, "wall_s": time.perf_counter() - start} for row in json.loads(lines[-1])]
 
 
 def _overrides(pairs: list[str]) -> dict:
@@ -167,19 +210,18 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(child(json.loads(args.child))), flush=True)
+        print(json.dumps(child(json.loads(args.child)), default=float), flush=True)
         return {}
     bench = _scaling()
     ids = args.series or list(dict.fromkeys(_read(args.csv)["unique_id"]))
     common = _overrides(args.set_)
-    specs = [{"csv": args.csv, "unique_id": uid, "method": method, "seed": args.seed,
-              "season": bench.by_prefix(bench.LONG_SEASONS, uid, 1),
-              "overrides": {**common, **METHODS[method]}}
-             for uid in ids for method in args.methods]
+    specs = [{"csv": args.csv, "unique_id": uid, "methods": args.methods, "seed": args.seed,
+              "season": bench.by_prefix(bench.LONG_SEASONS, uid, 1), "overrides": common}
+             for uid in ids]
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
         results = list(pool.map(lambda s: run_case(s, args.timeout), specs))
-    rows = [{"unique_id": s["unique_id"], "method": s["method"], "season": s["season"], **r}
-            for s, r in zip(specs, results, strict=True)]
+    rows = [{"unique_id": s["unique_id"], "season": s["season"], **r}
+            for s, out in zip(specs, results, strict=True) for r in out]
     report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                           "load": os.getloadavg()},
               "overrides": common, "rows": rows}

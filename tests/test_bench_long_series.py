@@ -13,7 +13,7 @@ from tests.helpers import load_script
 TINY = ["smc.num_particles=2", "smc.num_rounds=2", "smc.structure_moves=1", "refine.steps=2",
         "grammar.max_depth=2", "data.window=60", "data.window_seasons=0",
         "data.full_resolution_points=90", "data.full_resolution_steps=2",
-        "data.transform=none"]
+        "data.transform=none", "data.full_resolution_from=0"]
 
 
 def test_tiny_long_series(tmp_path):
@@ -31,6 +31,7 @@ def test_tiny_long_series(tmp_path):
     assert (window["method"], full["method"]) == ("window", "full")
     assert "error" not in window and "error" not in full, (window, full)
     assert "stage_points" not in window and full["stage_points"] == 90
+    assert full["fit_s"] == window["fit_s"] + full["stage_s"]  # one SMC, then the stage
     # seasonal naive (season 48) scaled by its own in-sample errors
     y_train, y_test = y[:190], y[190:]
     naive = y_train[-48:][np.arange(10)]
