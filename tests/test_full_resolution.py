@@ -44,7 +44,7 @@ TEXTS = [
 WEIGHTS = [0.5, 0.3, 0.2]
 SETTINGS = {"data.window": WINDOW, "data.window_seasons": 0, "data.transform": "none",
             "data.full_resolution_points": POINTS, "data.full_resolution_steps": 3,
-            "data.full_resolution_structures": 2, "data.full_resolution_from": 1000}
+            "data.full_resolution_structures": 1, "data.full_resolution_from": 1000}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,8 @@ def test_the_stage_scores_by_the_exact_likelihood_of_the_last_points(staged):
     assert window.left_out == N - WINDOW and stage_applies(window, load_config(None, SETTINGS))
     np.testing.assert_array_equal(fr.t, T[-POINTS:])
     np.testing.assert_array_equal(fr.y, Y[-POINTS:])
-    # LIN + PER + WN re-fitted; SE (no state-space form) kept; M32 + LIN is third by weight.
+    # LIN + PER + WN re-fitted; SE (no state-space form) kept; M32 + LIN has a state-space
+    # form but is below the one structure (data.full_resolution_structures) re-fitted.
     assert fr.state_space.tolist() == [True, False, False]
     ss = np.flatnonzero(fr.state_space)
     with x64():
@@ -130,11 +131,11 @@ def test_fallback_trees_are_reported(staged):
     fr = post.full_resolution
     assert fr.reason.tolist() == [0, 1, -1]
     assert "SE" in fr.scored_by(1, "dense window")
-    assert "heaviest structures" in fr.scored_by(2, "dense window")
+    assert "below the heaviest structures with a state-space" in fr.scored_by(2, "window")
     text = explanation([post], structure_table([post]))
     assert f"state space (Kalman filter), full resolution on the last {POINTS} points" in text
     assert "an atom with no state-space form" in text
-    assert "not among the heaviest structures" in text
+    assert "below the heaviest structures with a state-space form" in text
 
 
 @pytest.mark.parametrize("n", [WINDOW, 1342])

@@ -37,8 +37,8 @@ NOT_REFITTED = -1
 NOT_FINITE = -2
 FALLBACK_REASONS = {
     **{k: v for k, v in REASONS.items() if k},
-    NOT_REFITTED: "not among the heaviest structures the stage re-fits "
-                  "(data.full_resolution_structures)",
+    NOT_REFITTED: "below the heaviest structures with a state-space form, which the stage "
+                  "re-fits (data.full_resolution_structures)",
     NOT_FINITE: "its full-resolution likelihood was not finite",
 }
 STATE_SPACE = "state space (Kalman filter), full resolution"

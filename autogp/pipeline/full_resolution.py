@@ -10,12 +10,11 @@ points (about 15 us a step per particle at state dimension 44 on one core). The 
 Per series (``data.full_resolution``: "auto" takes series longer than the window and of at
 least ``data.full_resolution_from`` points, "on" every series, "off" none):
 
-1. the posterior's distinct structures are ranked by weight and the heaviest
-   ``data.full_resolution_structures`` are taken, each by its heaviest particle;
-2. those whose tree has a state-space form within ``data.full_resolution_dim`` states
-   (``autogp.statespace.support``) are re-fitted (Adam from the window's parameters, in the
-   window's normalisation) on the last ``data.full_resolution_points`` observations, all in
-   one compiled program;
+1. the posterior's distinct structures are ranked by weight, each by its heaviest particle;
+2. the heaviest ``data.full_resolution_structures`` of those whose tree has a state-space
+   form within ``data.full_resolution_dim`` states (``autogp.statespace.support``) are
+   re-fitted (Adam from the window's parameters, in the window's normalisation) on the last
+   ``data.full_resolution_points`` observations, all in one compiled program;
 3. they replace their structures' particles and share those structures' weight in proportion
    to their exact log marginal likelihoods on those points; every other particle keeps its
    window fit and weight (the two likelihoods score different data, so they are not compared),
@@ -31,6 +30,7 @@ from scipy.special import logsumexp
 
 from autogp.config import Config, engine_settings
 from autogp.data import TimeSeries
+from autogp.inference import shapes
 from autogp.inference.full_resolution import (
     NOT_FINITE,
     NOT_REFITTED,
@@ -52,14 +52,13 @@ def stage_applies(post: Posterior, config: Config) -> bool:
                             and total >= config.data.full_resolution_from)
 
 
-def _structures(post: Posterior, k: int) -> list[list[int]]:
-    """The particles of each of the ``k`` heaviest distinct structures, heaviest first."""
+def _structures(post: Posterior) -> list[list[int]]:
+    """The particles of each distinct structure, heaviest structure first."""
     w = post.weights()
     groups: dict[bytes, list[int]] = {}
     for i, row in enumerate(np.asarray(post.ops)):
         groups.setdefault(row.tobytes(), []).append(i)
-    ranked = sorted(groups.values(), key=lambda idx: -float(w[idx].sum()))
-    return ranked[:k]
+    return sorted(groups.values(), key=lambda idx: -float(w[idx].sum()))
 
 
 def _kept(post: Posterior, t, y, reason: np.ndarray, note: str = "") -> Posterior:
@@ -87,14 +86,19 @@ def full_resolution_stage(post: Posterior, series: TimeSeries, config: Config) -
     if not np.all(np.isfinite(z)):
         return _kept(post, t, y, not_refitted,
                      f"values outside the window's {post.scaler.units} transform's domain")
-    groups = _structures(post, d.full_resolution_structures)
-    reps = np.array([max(idx, key=lambda i: post.weights()[i]) for idx in groups])
+    w = post.weights()
+    groups = _structures(post)
+    reps = np.array([max(idx, key=lambda i: w[i]) for idx in groups])
     cap = round_up(d.full_resolution_dim, BLOCK)
-    sup = support(post.ops[reps], post.params[reps], dim=cap)
+    size = shapes.bucket(len(reps), minimum=8)  # padded by repetition: fewer programs
+    padded = shapes.pad_repeat(reps, size, axis=0)
+    sup = support(post.ops[padded], post.params[padded], dim=cap)
+    sup = sup._replace(**{k: v[: len(reps)] for k, v in sup._asdict().items()})
     reason = not_refitted.copy()
     for idx, why in zip(groups, sup.reason, strict=True):
-        reason[idx] = int(why)
-    fine = sup.reason == 0
+        reason[idx] = int(why) or NOT_REFITTED  # supported ones not re-fitted: below the top
+    # the heaviest structures among those with a state-space form
+    fine = (sup.reason == 0) & (np.cumsum(sup.reason == 0) <= d.full_resolution_structures)
     if not fine.any():
         return _kept(post, t, y, reason)
     # Room for PER's order to grow a little as its length scale moves (else it scores -inf).
@@ -115,7 +119,6 @@ def full_resolution_stage(post: Posterior, series: TimeSeries, config: Config) -
         return _kept(post, t, y, reason)
     chosen, params, noise, ll = chosen[finite], params[finite], noise[finite], ll[finite]
     refitted = [groups[g] for g in np.flatnonzero(fine)[finite]]
-    w = post.weights()
     mass = float(sum(w[idx].sum() for idx in refitted))
     others = np.setdiff1d(np.arange(P), np.concatenate(refitted))
     with np.errstate(divide="ignore"):
