@@ -159,17 +159,22 @@ def test_development_panel_and_m3_sized_series_never_take_the_stage(monkeypatch,
 
 
 def test_a_long_fit_goes_through_the_stage_and_says_so(monkeypatch):
-    install_fake_smc(monkeypatch, texts=TEXTS[1:2], weights=[1.0])
+    install_fake_smc(monkeypatch, texts=TEXTS[:2], weights=[0.6, 0.4])
     df = pd.DataFrame({"ds": T[:WINDOW + 50], "y": Y[:WINDOW + 50]})
     model = AutoGP(overrides={**SETTINGS, "data.full_resolution_points": 40,
                               "data.full_resolution_from": 0}).fit(df)
     fit = model.fits[model.unique_ids[0]]
-    assert fit.full_resolution is not None and not fit.full_resolution.state_space.any()
-    assert "an atom with no state-space form" in model.explain()
+    assert fit.full_resolution.state_space.tolist() == [True, False]
+    np.testing.assert_array_equal(fit.full_resolution.t, T[WINDOW + 10: WINDOW + 50])
+    forecast = model.predict(6, level=[95])
+    assert np.all(np.isfinite(forecast.select_dtypes("number").to_numpy()))
+    text = model.explain()
+    assert "scored by: state space (Kalman filter), full resolution on the last 40" in text
+    assert "an atom with no state-space form" in text
     console = Console(file=io.StringIO(), width=200)
     print_explanation(console, model, top=5)
     printed = console.file.getvalue()
-    assert "no structure re-fitted on the last 40 points" in printed
+    assert "1 structure(s) re-fitted on the last 40 points by the Kalman filter" in printed
     assert "scored by: dense likelihood on the window (kept: an atom with no" in printed
 
 
