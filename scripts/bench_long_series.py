@@ -220,8 +220,15 @@ def main(argv=None) -> dict:
     specs = [{"csv": args.csv, "unique_id": uid, "methods": args.methods, "seed": args.seed,
               "season": bench.by_prefix(bench.LONG_SEASONS, uid, 1), "overrides": common}
              for uid in ids]
+    def one(spec: dict) -> list[dict]:
+        out = run_case(spec, args.timeout)
+        for row in out:  # as each series finishes: a long run cut short keeps what it did
+            print(json.dumps({"unique_id": spec["unique_id"], **row}, default=float),
+                  file=sys.stderr, flush=True)
+        return out
+
     with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool:
-        results = list(pool.map(lambda s: run_case(s, args.timeout), specs))
+        results = list(pool.map(one, specs))
     rows = [{"unique_id": s["unique_id"], "season": s["season"], **r}
             for s, out in zip(specs, results, strict=True) for r in out]
     report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
