@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from autogp.forecast.tables import window_reading
+from autogp.forecast.tables import full_resolution_reading, scored_by, window_reading
 
 
 def value_units(scaler: Any) -> str:
@@ -68,6 +68,9 @@ def print_explanation(console: Console, model: Any, top: int) -> None:
         if fit.scaler.transform_reason:
             console.print(f"  {prefix}{fit.scaler.transform_reason}", markup=False,
                           soft_wrap=True)
+        if stage := full_resolution_reading(fit):
+            console.print(f"  {prefix}{stage}", markup=False, soft_wrap=True)
+        scores = scored_by(fit)
         for _, r in rows.iterrows():
             console.print(
                 f"  {prefix}{100 * r['weight']:5.1f}%  {r['expression']}  "
@@ -75,6 +78,9 @@ def print_explanation(console: Console, model: Any, top: int) -> None:
                 markup=False,
                 soft_wrap=True,
             )
+            if r["structure"] in scores:
+                console.print(f"  {prefix}         scored by: {scores[r['structure']]}",
+                              markup=False, soft_wrap=True)
 
 
 __all__ = ["explain_table", "print_explanation", "value_units"]

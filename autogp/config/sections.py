@@ -83,6 +83,32 @@ class DataConfig:
     max_points: int = setting(
         5000, "largest series fitted with an exact GP (cost ~ n^3)", lo=3, hi=1_000_000
     )
+    full_resolution: str = setting(
+        "auto",
+        "after the SMC on the window, re-fit the heaviest structures that have a state-space "
+        "form on the last full_resolution_points training points at full resolution by the "
+        "Kalman filter, reweight them by that exact likelihood and forecast from the filter: "
+        "'auto' (series longer than the window and of at least full_resolution_from points), "
+        "'on' (every series), 'off'",
+        kind="choice", choices=("auto", "on", "off"),
+    )
+    full_resolution_from: int = setting(
+        2000, "full_resolution = 'auto' takes series of at least this many training points "
+        "(below it the window holds a sizeable share of the series, and the development "
+        "panel, up to 1,342 points, keeps its fits)", lo=0, hi=100_000_000)
+    full_resolution_points: int = setting(
+        4000, "points of the full-resolution stage (the last ones; the whole series when "
+        "shorter)", lo=MIN_POINTS, hi=10_000_000)
+    full_resolution_structures: int = setting(
+        3, "distinct structures (the heaviest) the full-resolution stage re-fits", lo=1, hi=64,
+    )
+    full_resolution_steps: int = setting(
+        60, "Adam steps of the full-resolution re-fit (refine.learning_rate)", lo=0,
+        hi=100_000)
+    full_resolution_dim: int = setting(
+        64, "largest state dimension of a tree in the full-resolution stage (larger trees keep "
+        "the window's fit); its cost per point grows as the square", lo=4, hi=512,
+    )
     sep: str | None = setting(
         None,
         "CSV separator (unset: detected)",

@@ -74,6 +74,46 @@ def window_reading(post: Posterior) -> str | None:
             f"observations{then} ({n} points: data.window, data.window_seasons)")
 
 
+def window_likelihood(post: Posterior) -> str:
+    """The likelihood the window's fit used, in words."""
+    if post.num_inducing:
+        return f"sparse likelihood on the window ({post.num_inducing} inducing points)"
+    return "dense likelihood on the window"
+
+
+def scored_by(post: Posterior) -> dict[str, str]:
+    """Per structure (as in :func:`structure_table`), the likelihood that scored its heaviest
+    particle and, for one that kept the window's fit, why; empty where the full-resolution
+    stage did not run."""
+    fr = post.full_resolution
+    if fr is None:
+        return {}
+    w = post.weights()
+    best: dict[str, int] = {}
+    for i, e in enumerate(post.expressions()):
+        text = structure(e, post.covariates)
+        if text not in best or w[i] > w[best[text]]:
+            best[text] = i
+    window = window_likelihood(post)
+    return {text: fr.scored_by(i, window) for text, i in best.items()}
+
+
+def full_resolution_reading(post: Posterior) -> str | None:
+    """One line on the full-resolution stage (None where it did not run)."""
+    fr = post.full_resolution
+    if fr is None:
+        return None
+    done = int(fr.state_space.sum())
+    if not done:
+        why = f": {fr.note}" if fr.note else ""
+        return (f"full resolution (data.full_resolution): no structure re-fitted on the last "
+                f"{len(fr.t)} points{why}; all keep the {window_likelihood(post)}")
+    return (f"full resolution (data.full_resolution): {done} structure(s) re-fitted on the "
+            f"last {len(fr.t)} points by the Kalman filter (state dimension {fr.dim}), weighted "
+            "by that exact likelihood; the others keep the "
+            f"{window_likelihood(post)}")
+
+
 def _ordinal(k: int) -> str:
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
@@ -94,9 +134,15 @@ def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int =
         )
         if post.scaler.transform_reason:
             lines.append(f"  {post.scaler.transform_reason}")
+        stage = full_resolution_reading(post)
+        if stage:
+            lines.append(f"  {stage}")
+        scores = scored_by(post)
         for _, r in rows.head(top).iterrows():
             lines.append(f"  {100 * r['weight']:5.1f}%  {r['reading']}")
             lines.append(f"          {r['expression']}  (noise sd {r['noise_sd']:.4g}{unit})")
+            if r["structure"] in scores:
+                lines.append(f"          scored by: {scores[r['structure']]}")
         if len(rows) > top:
             rest = rows["weight"].iloc[top:].sum()
             lines.append(f"  {100 * rest:5.1f}%  ({len(rows) - top} more structures)")
@@ -104,4 +150,5 @@ def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int =
     return "\n".join(lines)
 
 
-__all__ = ["STRUCTURE_COLUMNS", "explanation", "structure_table", "window_reading"]
+__all__ = ["STRUCTURE_COLUMNS", "explanation", "full_resolution_reading", "scored_by",
+           "structure_table", "window_likelihood", "window_reading"]

@@ -32,6 +32,8 @@ from autogp.evaluator import gram, posterior_predictive, robust_cholesky
 from autogp.evaluator.linalg import cho_solve
 from autogp.evaluator.sparse import sparse_posterior_predictive, sparse_weights
 from autogp.inference import shapes
+from autogp.inference.full_resolution import FullResolution
+from autogp.inference.full_resolution import predict as predict_state_space
 from autogp.inference.mixture import Mixture, make_mixture, mixture_joint_logpdf
 from autogp.inference.smc import SMCResult
 from autogp.kernels import Kernel, pack, unpack
@@ -116,6 +118,9 @@ class Posterior:
     added: int = 0
     # How the covariates (``series.covariates``) were standardised; None without covariates.
     covariate_scaling: CovariateScaling | None = None
+    # The full-resolution stage's re-fit of a long series' heaviest structures by the Kalman
+    # filter (those particles predict from it); None where the stage did not run.
+    full_resolution: FullResolution | None = None
 
     @classmethod
     def from_smc(
@@ -287,6 +292,8 @@ class Posterior:
         else:
             mean = np.concatenate(means, axis=1)
             cov = covs[0] if full_cov else np.concatenate(covs, axis=1)
+        if not full_cov:
+            mean, cov = self._state_space_rows(mean, cov, t_new)
         if include_noise:
             noise_var = np.exp(np.asarray(self.noise, dtype=np.float64))
             if full_cov:
@@ -311,6 +318,27 @@ class Posterior:
         t_train = self.x if np.ndim(self.x) == 1 else self.x[:, 0]
         last = np.max(t_train) if np.size(t_train) else -np.inf
         return np.where(np.asarray(t_new) > last, self.predictive_scale(), 1.0)
+
+    def full_resolution_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The full-resolution stage's points, normalised: ``x [N]``, ``y [N]``."""
+        fr = self.full_resolution
+        return self.scaler.forward_t(fr.t), self.scaler.forward_y(fr.y)
+
+    def _state_space_rows(self, mean, var, t_new, terms: bool = False):
+        """``mean``, ``var`` ``[P, M]`` with the rows of the particles the full-resolution
+        stage re-fitted replaced by the filter's predictions (and, with ``terms``, those
+        particles' indices and top-level terms' means ``[R, C, M]``)."""
+        fr = self.full_resolution
+        rows = np.zeros(0, int) if fr is None else np.flatnonzero(fr.state_space)
+        comps = None
+        if rows.size:
+            x, y = self.full_resolution_points()
+            m, v, comps = predict_state_space(
+                fr, x, y, self.ops[rows], self.params[rows], self.noise[rows],
+                self.scaler.forward_t(np.asarray(t_new, dtype=np.float64)))
+            mean, var = np.array(mean), np.array(var)
+            mean[rows], var[rows] = m, v
+        return (mean, var, rows, comps) if terms else (mean, var)
 
     def mixture(self, t_new: np.ndarray, include_noise: bool,
                 covariates: np.ndarray | None = None) -> Mixture:
@@ -453,6 +481,12 @@ class Posterior:
                     t_ops, t_params, jnp.asarray(x_new), term_x, jnp.asarray(term_alpha)
                 )
                 means[:, part] = np.asarray(chunk)[:T, :m]
+            # Particles re-fitted at full resolution: their terms' means from the smoother.
+            _, _, rows, smoothed = self._state_space_rows(np.zeros((P, M)), np.zeros((P, M)),
+                                                          t_new, terms=True)
+            for r, p in enumerate(rows):
+                mine = [i for i, owner in enumerate(owners) if owner == p]
+                means[mine] = smoothed[r, : len(mine)]
             for m_t, p, kind in zip(means, owners, kinds, strict=True):
                 comps[kind] += w[p] * m_t
         return comps

@@ -29,6 +29,7 @@ from autogp.inference.grammar import with_covariates
 from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel, pack, parse
 from autogp.kernels.spec import MAX_COVARIATES
+from autogp.pipeline.full_resolution import full_resolution_stage
 
 
 def series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
@@ -201,7 +202,9 @@ def fit_series_posterior(
     panel: bool,
     callback: Callable[[int, int], None] | None = None,
 ) -> Posterior:
-    """Run the SMC on one series under ``config`` and return its particle posterior.
+    """Run the SMC on one series under ``config`` and return its particle posterior, after
+    the full-resolution stage where it applies (``autogp.pipeline.full_resolution``: a series
+    longer than the window, by default).
 
     The key comes from ``config.seed`` and, in a panel, the series id (never its position), so
     the result does not depend on which other series are fitted, in what order or where.
@@ -209,9 +212,15 @@ def fit_series_posterior(
     :data:`EVIDENCE_TRANSFORMS` with the same key, and the fit with the higher evidence in data
     units is kept (:func:`choose_by_evidence`).
     """
+    window = _window_posterior(series, config, panel=panel, callback=callback)
+    return full_resolution_stage(window, series, config)
+
+
+def _window_posterior(series: TimeSeries, config: Config, *, panel: bool,
+                      callback: Callable[[int, int], None] | None) -> Posterior:
     candidates = evidence_transforms(fitting_window(series, config).series, config)
     if candidates:
-        fits = {mode: fit_series_posterior(
+        fits = {mode: _window_posterior(
                     series, config.with_overrides({"data.transform": mode}), panel=panel,
                     callback=_part_of(callback, k, len(candidates)))
                 for k, mode in enumerate(candidates)}

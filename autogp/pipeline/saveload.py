@@ -70,6 +70,7 @@ import pandas as pd
 from autogp.config import Config, ConfigError, load_config
 from autogp.data import Scaler, TimeAxis, TimeSeries
 from autogp.data.covariates import CovariateScaling
+from autogp.inference.full_resolution import FullResolution
 from autogp.inference.posterior import Posterior
 from autogp.kernels import structure, to_text, unpack
 from autogp.pipeline.atomic import atomic_path
@@ -79,6 +80,7 @@ FORMAT = "autogp-model"
 FORMAT_VERSION = 1
 _FIXED_DATE = (1980, 1, 1, 0, 0, 0)
 _ARRAY_NAMES = ("ops", "params", "noise", "log_weights", "t", "y", "stamps")
+_FULL_RESOLUTION_ARRAYS = ("t", "y", "state_space", "reason", "log_likelihood")
 
 
 class ModelFileError(ValueError):
@@ -196,6 +198,11 @@ def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -
             arrays[f"s{i}_noise_sd"] = np.asarray(fit.series.noise_sd, dtype=np.float64)
         if fit.series.covariates is not None:
             arrays[f"s{i}_covariates"] = fit.series.covariates.to_numpy(dtype=np.float64)
+        fr = fit.full_resolution
+        if fr is not None:  # optional: the full-resolution stage's points and verdicts
+            entries[-1]["full_resolution"] = {"dim": fr.dim, "note": fr.note}
+            arrays.update({f"s{i}_fr_{name}": np.asarray(getattr(fr, name))
+                           for name in _FULL_RESOLUTION_ARRAYS})
     doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -343,10 +350,25 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             stride=int(entry.get("stride", 1)),
             added=int(entry.get("added", 0)),
             covariate_scaling=scaling,
+            full_resolution=_full_resolution(entry, arrays, i, P),
         )
     if not fits:
         raise _bad(source, "no fitted series")
     return SavedModel(config, list(fits.values()))
+
+
+def _full_resolution(entry: dict[str, Any], arrays: dict[str, np.ndarray], i: int,
+                     P: int) -> FullResolution | None:
+    doc = entry.get("full_resolution")
+    if doc is None:
+        return None
+    a = {name: arrays[f"s{i}_fr_{name}"] for name in _FULL_RESOLUTION_ARRAYS}
+    if a["state_space"].shape != (P,) or a["t"].shape != a["y"].shape:
+        raise ValueError(f"series {i}: full-resolution arrays have inconsistent shapes")
+    return FullResolution(a["t"].astype(np.float64), a["y"].astype(np.float64),
+                          a["state_space"].astype(bool), a["reason"].astype(np.int64),
+                          a["log_likelihood"].astype(np.float64), int(doc["dim"]),
+                          str(doc.get("note", "")))
 
 
 __all__ = [
