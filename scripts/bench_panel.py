@@ -1,7 +1,7 @@
 """Benchmark panel backends side by side (not a test): the same panel fitted with
 ``--backend local --workers 1``, ``local --workers 2``, ``dask`` with 1 and 2 workers (a
 LocalCluster), then a resume experiment (a run stopped with SIGTERM at about half way and
-resumed).
+resumed). ``--phases`` adds what limits a worker's throughput (:func:`worker_phases`).
 
 Every design runs ``autogp fit`` in a fresh process on the same training CSV and settings and
 writes its forecast; the script reports the fit time (as printed by autogp: reading the data,
@@ -15,6 +15,8 @@ compare fitting, not compiling (``--cold`` skips the warm-up).
     python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 40 \\
         --config configs/m3_monthly.toml
     python scripts/bench_panel.py --tiny            # smoke run: 4 short series, tiny settings
+    python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 30 \\
+        --designs local2 --no-resume --phases      # series/s with defaults, and what limits it
 
 The data: a long CSV with ``unique_id``, ``ds``, ``y`` and optionally ``split`` (rows marked
 ``test`` are left out) and ``category`` (``--limit N`` then draws a stratified sample).
@@ -185,6 +187,109 @@ def resume_experiment(data: Path, work: Path, env: dict[str, str], args: argpars
     }
 
 
+def profile_worker(data: Path, args: argparse.Namespace) -> dict:
+    """Fit every series of ``data`` in this process, one after another as a pool worker does
+    (the caller gives it the workers' single-threaded environment), then forecast them as the
+    parent process does, and split the time: waiting for compilation (or for loading compiled
+    programs from the cache), running each compiled program (synchronised, by program name),
+    and the rest of the fit (Python and eager JAX between programs)."""
+    import jax
+
+    from autogp.cli.main import enable_compilation_cache
+    from autogp.config import parse_overrides
+    from autogp.forecast.model import AutoGP
+    from autogp.inference import exported
+    from autogp.parallel.work import quiet_xla_logs
+
+    quiet_xla_logs()
+    enable_compilation_cache()
+    running: dict[str, float] = {}
+    calls: dict[str, int] = {}
+
+    def count(name: str, seconds: float) -> None:
+        running[name] = running.get(name, 0.0) + seconds
+        calls[name] = calls.get(name, 0) + 1
+
+    compiled, jitted = exported._compiled, exported.call_jitted
+
+    def timed_compiled(key: str):
+        program = compiled(key)  # waits for its compilation first (counted as compiling)
+
+        def run(*leaves):
+            started = time.perf_counter()
+            out = jax.block_until_ready(program(*leaves))
+            count(key.rsplit("-", 1)[0], time.perf_counter() - started)
+            return out
+        return run
+
+    def timed_jitted(program, out_treedef):
+        before, started = exported.compile_seconds(), time.perf_counter()
+        out = jax.block_until_ready(jitted(program, out_treedef))
+        count(program.name, time.perf_counter() - started - (exported.compile_seconds() - before))
+        return out
+
+    exported._compiled, exported.call_jitted = timed_compiled, timed_jitted
+    overrides = parse_overrides(args.settings)
+    overrides.update({"smc.workers": 1, "smc.backend": "local"})
+    model = AutoGP(args.config, overrides=overrides)
+    before, started = exported.compile_seconds(), time.perf_counter()
+    model.fit(str(data), id_col="unique_id")
+    fit = time.perf_counter() - started
+    compiling = exported.compile_seconds() - before
+    started = time.perf_counter()
+    model.predict(model.config.forecast.horizon)
+    predict = time.perf_counter() - started
+    n = len(model.unique_ids)
+    programs = sum(running.values())
+    return {
+        "series": n,
+        "fit_seconds": round(fit, 3),
+        "series_per_second": float(f"{n / fit:.6g}"),
+        "compiling_seconds": round(compiling, 3),
+        "programs_seconds": {k: round(v, 3) for k, v in sorted(running.items())},
+        "program_calls": dict(sorted(calls.items())),
+        "rest_of_fit_seconds": round(fit - compiling - programs, 3),
+        "rest_of_fit_seconds_per_series": round((fit - compiling - programs) / n, 4),
+        "forecast_seconds": round(predict, 3),
+        "peak_resident_mb": peak_resident_mb(),
+        "shares_of_fit": {
+            "compiling": round(compiling / fit, 3),
+            "programs": round(programs / fit, 3),
+            "rest": round((fit - compiling - programs) / fit, 3),
+        },
+    }
+
+
+def peak_resident_mb() -> float | None:
+    """This process's peak resident memory (Linux's ``VmHWM``), None where it cannot be read."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return None
+    match = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    return round(int(match.group(1)) / 1024, 1) if match else None
+
+
+def worker_phases(data: Path, env: dict[str, str], args: argparse.Namespace) -> dict:
+    """:func:`profile_worker` in a fresh process with a pool worker's environment and the
+    benchmark's compilation cache (warm unless ``--cold``)."""
+    from autogp.parallel.work import single_thread_env
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "phases.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--profile-worker", str(data),
+               "--json", str(out)]
+        if args.config:
+            cmd += ["--config", str(args.config)]
+        for item in args.settings:
+            cmd += ["--set", item]
+        done = subprocess.run(cmd, env=dict(env, **single_thread_env(env)), cwd=ROOT,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"worker profile failed: {done.stderr[-3000:]}")
+        return json.loads(out.read_text())
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="?", type=Path, help="long CSV: unique_id, ds, y[, split]")
@@ -201,10 +306,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warm-limit", type=int, default=None,
                         help="warm the compile cache on a stratified sample of N series only "
                         "(series of every length bucket; a full-panel warm-up triples the time)")
+    parser.add_argument("--phases", action="store_true",
+                        help="also profile one worker: compiling, compiled programs, the rest")
+    parser.add_argument("--profile-worker", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--keep", type=Path, default=None,
                         help="write a scoring folder here: the first design's forecast with the "
                         "held-out y (forecast.csv) and train.csv, for scripts/panel_scores.py")
     args = parser.parse_args(argv)
+    if args.profile_worker is not None:  # the process worker_phases starts
+        phases = profile_worker(args.profile_worker, args)
+        if args.json is not None:
+            args.json.write_text(json.dumps(phases, indent=2) + "\n")
+        return phases
     if args.tiny:
         panel = tiny_panel()
         args.settings = TINY_SETTINGS + args.settings
@@ -236,7 +349,8 @@ def main(argv: list[str] | None = None) -> dict:
             # Every shape the panel needs, compiled once by each kind of process: this one
             # (local1), the pool's (shared cache) and each Dask worker (its own cache).
             kinds = [("local", 1)] if "local1" in designs else []
-            kinds += [("local", 2)] if {"local2"} & set(designs) or not args.no_resume else []
+            kinds += [("local", 2)] if ({"local2"} & set(designs) or not args.no_resume
+                                        or args.phases) else []
             kinds += [("dask", 2)] if {"dask1", "dask2"} & set(designs) else []
             warm = data
             if args.warm_limit is not None and args.data is not None:
@@ -267,6 +381,14 @@ def main(argv: list[str] | None = None) -> dict:
         results["forecasts"] = compare(outputs)
         if args.keep is not None and outputs:
             keep_for_scoring(args.keep, outputs[designs[0]], panel, args.data)
+        if args.phases:
+            results["worker_phases"] = phases = worker_phases(data, env, args)
+            print(f"one worker: {phases['series_per_second']:.3f} series/s; of its "
+                  f"{phases['fit_seconds']:.1f} s fit, compiling {phases['compiling_seconds']} s"
+                  f", compiled programs {sum(phases['programs_seconds'].values()):.1f} s, the "
+                  f"rest {phases['rest_of_fit_seconds']} s; forecast "
+                  f"{phases['forecast_seconds']} s; peak memory {phases['peak_resident_mb']} MB",
+                  flush=True)
         if not args.no_resume and "local2" in outputs:
             results["resume"] = resume_experiment(data, work, env, args, n_series,
                                                   results["designs"]["local2"], outputs["local2"])

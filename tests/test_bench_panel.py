@@ -50,12 +50,23 @@ def test_tiny_panel_has_four_series_of_one_length():
 @pytest.mark.slow
 def test_bench_runs_end_to_end_on_the_tiny_panel(tmp_path):
     out = tmp_path / "bench.json"
-    _script().main(["--tiny", "--designs", "local1", "--cold", "--no-resume", "--json", str(out)])
+    _script().main(["--tiny", "--designs", "local1", "--cold", "--no-resume", "--phases",
+                    "--json", str(out)])
     result = json.loads(out.read_text())
     assert result["series"] == 4 and set(result["designs"]) == {"local1"}
     timing = result["designs"]["local1"]
     assert 0 < timing["fit_seconds"] <= timing["wall_seconds"]
     assert timing["series_per_second"] == pytest.approx(4 / timing["fit_seconds"], rel=1e-3)
+    # one worker's profile: every series runs each of its rounds (2 in the tiny settings)
+    # through the round program once, and the three parts add up to the fit's time
+    phases = result["worker_phases"]
+    assert phases["series"] == 4
+    assert phases["program_calls"]["smc_round"] == 4 * 2
+    assert phases["program_calls"]["init_proposal"] == 4
+    parts = (phases["compiling_seconds"] + sum(phases["programs_seconds"].values())
+             + phases["rest_of_fit_seconds"])
+    assert parts == pytest.approx(phases["fit_seconds"], abs=0.01)
+    assert phases["compiling_seconds"] > 0  # a fresh process loads or compiles its programs
 
 
 def test_keep_for_scoring_matches_held_out_rows_by_position(tmp_path):

@@ -272,3 +272,45 @@ def test_a_fit_prepares_all_its_programs_before_it_starts(on_disk, monkeypatch):
     sizes = set(rounds.round_sizes(settings, np.arange(1, 51)[:, None], 64))
     assert exported.programs("smc_round") == len(list(on_disk.glob("smc_round-*.bin"))) == 2
     assert len(sizes) == 2
+
+
+def _resident_mb() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+
+
+@pytest.mark.skipif(exported._malloc_trim is None, reason="no malloc_trim in this C library")
+def test_released_memory_leaves_the_resident_set():
+    """Freed C heap pages below a live block stay resident until ``malloc_trim``: 64 MB of
+    4 KB blocks, all freed but the last (which pins the heap's top), must leave the process's
+    resident memory once :func:`exported.release_free_memory` runs, and not before."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.free.argtypes = [ctypes.c_void_p]
+    blocks = []
+    for _ in range(16_384):
+        block = libc.malloc(4096)
+        ctypes.memset(block, 1, 4096)  # touched: resident
+        blocks.append(block)
+    for block in blocks[:-1]:
+        libc.free(block)
+    held = _resident_mb()
+    exported.release_free_memory()
+    released = _resident_mb()
+    libc.free(blocks[-1])
+    assert held - released > 32, (held, released)
+
+
+def test_each_compiled_program_releases_free_memory(monkeypatch):
+    """Every program :func:`exported.prepare` compiles gives its freed memory back when its
+    compilation ends: one release per program loaded."""
+    calls = []
+    monkeypatch.setattr(exported, "_malloc_trim", lambda pad: calls.append(pad) or 1)
+    monkeypatch.setattr(exported, "directory", lambda: None)
+    monkeypatch.delenv("AUTOGP_EXPORTED_ROUNDS", raising=False)
+    _forget_programs(monkeypatch)
+    _run(_problem())
+    assert exported.programs("smc_round") == 2
+    assert len(exported._loaded) >= 2 and calls == [0] * len(exported._loaded)

@@ -34,6 +34,7 @@ counts the time the fitting threads lost to compilation (a fit's summary line re
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import enum
 import functools
@@ -76,6 +77,28 @@ def _pool() -> ThreadPoolExecutor:
         _compile_pool = ThreadPoolExecutor(max_workers=_usable_cores(),
                                            thread_name_prefix="autogp-compile")
     return _compile_pool
+
+
+def _find_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None where the C library has none (musl, macOS, Windows)."""
+    try:
+        return getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # no C library of this process to open (Windows)
+        return None
+
+
+_malloc_trim = _find_malloc_trim()
+
+
+def release_free_memory(_future: Future | None = None) -> None:
+    """Give the C heap's free pages back to the system. Compiling a round program (or loading
+    it from the cache) allocates hundreds of MB that XLA frees when it is done, but glibc keeps
+    freed memory in the arena of the thread that freed it: without this, a process stays at the
+    resident size of its compile peak for the rest of its life (2.9 GB for the README's airline
+    fit, of which 0.45 GB in use; ``benchmarks/smc/memory.md``). Called as each compilation
+    finishes; a no-op where the C library has no ``malloc_trim``."""
+    if _malloc_trim is not None:
+        _malloc_trim(0)
 
 
 def _usable_cores() -> int:
@@ -312,6 +335,7 @@ def prepare(where: Path | None, programs: Sequence[Program]) -> None:
             lowered = jax.jit(exported.call).lower(
                 *jax.tree_util.tree_leaves(shapes(program.args)))
             _loaded[key] = _pool().submit(lowered.compile)
+            _loaded[key].add_done_callback(release_free_memory)
             if key in fresh:
                 _loaded[key].add_done_callback(notice._done)
 
@@ -329,6 +353,7 @@ def forget() -> None:
     _loaded.clear()
     _jitted.clear()
     _jitted_keys.clear()
+    release_free_memory()
 
 
 def programs(name: str) -> int:
@@ -383,4 +408,4 @@ def _write_atomically(path: Path, exported: Any) -> None:
 
 __all__ = ["Compiling", "Program", "cache_is_cold", "call", "call_jitted", "compile_seconds",
            "directory", "enabled", "forget", "on_compiling", "prepare", "program_key",
-           "programs", "shapes", "static_digest"]
+           "programs", "release_free_memory", "shapes", "static_digest"]
