@@ -208,3 +208,16 @@ def kalman_first_state(x, y, step, m0, P0, origin, noise_var, x_new):
         means.append(mf[0])
         variances.append(Pf[0, 0])
     return loglik, np.array(means), np.array(variances)
+
+
+def temperature_frame(n: int, seed: int = 0):
+    """A daily series driven by a trend and a noisy temperature covariate (``temp``): the
+    covariate tests' shared data."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    temp = 20 + 5 * np.sin(t / 4.0) + rng.standard_normal(n)
+    y = 0.1 * t + 3.0 * temp + 0.5 * rng.standard_normal(n)
+    return pd.DataFrame({"ds": pd.date_range("2020-01-01", periods=n, freq="D"), "y": y,
+                         "temp": temp})

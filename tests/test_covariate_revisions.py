@@ -17,6 +17,7 @@ from scipy.stats import multivariate_normal
 from autogp import AutoGP
 from autogp.config import engine_settings
 from autogp.data import DataError
+from tests.helpers import temperature_frame
 
 pytestmark = pytest.mark.filterwarnings("ignore::autogp.data.AutoGPDataWarning")
 
@@ -29,13 +30,8 @@ CONFIG = {"data": {"transform": "none"}, "grammar": {"max_depth": 2},
           "smc": {"num_rounds": 2}, "refine": {"steps": 2}}
 
 
-def frame(n: int = N + H, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    t = np.arange(n)
-    temp = 20 + 5 * np.sin(t / 4.0) + rng.standard_normal(n)
-    y = 0.1 * t + 3.0 * temp + 0.5 * rng.standard_normal(n)
-    return pd.DataFrame({"ds": pd.date_range("2020-01-01", periods=n, freq="D"), "y": y,
-                         "temp": temp})
+def frame(n=N + H, seed=0):
+    return temperature_frame(n, seed)
 
 
 def kernel_numpy(p: int, t1, z1, t2, z2) -> np.ndarray:

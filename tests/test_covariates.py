@@ -19,6 +19,7 @@ from autogp.data import DataError
 from autogp.evaluator import gram
 from autogp.inference import grammar as gr
 from autogp.kernels import covariates, pack, parse, spec, to_text
+from tests.helpers import temperature_frame
 
 
 # ---- the atoms and the evaluator --------------------------------------------------------------
@@ -118,12 +119,7 @@ N, H = 40, 6
 
 
 def _frame(n=N + H, seed=0):
-    rng = np.random.default_rng(seed)
-    t = np.arange(n)
-    temp = 20 + 5 * np.sin(t / 4.0) + rng.standard_normal(n)
-    y = 0.1 * t + 3.0 * temp + 0.5 * rng.standard_normal(n)
-    return pd.DataFrame({"ds": pd.date_range("2020-01-01", periods=n, freq="D"), "y": y,
-                         "temp": temp})
+    return temperature_frame(n, seed)
 
 
 KERNEL = "LIN(intercept=0.5; bias=1.0, amp=1.0) + LIN[temp](amp=1.0)"

@@ -90,7 +90,8 @@ NON_DEFAULT = {
         "period_spread": 0.1, "likelihood": "sparse", "inducing_points": 40,
         "sparse_above": 500, "workers": 3, "restarts": 2, "round_sizes": "full",
         "likelihood_power": 0.25, "power_from": 30, "structure_weights": "laplace",
-        "evidence_power": 0.5, "seasonal_start": 0.1,
+        "evidence_power": 0.5, "seasonal_start": 0.1, "calibrate": True,
+        "calibration_prior": 5.0,
     },
     "refine": {
         "mode": "hmc", "optimizer": "sgd", "steps": 7, "late_steps": 3, "late_from": 11,
