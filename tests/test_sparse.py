@@ -82,9 +82,10 @@ def _grid(x, num):
     return np.linspace(x.min(), x.max(), num) + DELTA
 
 
-def _reference_parts(expr, noise_var, x, num):
+def _reference_parts(expr, noise_var, x, num, known=0.0):
     """Titsias' bound from its definition (dense numpy matrices): Kuu, Kuf, per-point noise
-    (noise plus the white-noise share of the diagonal) and the continuous diagonal."""
+    (noise plus the white-noise share of the diagonal plus any known observation variance)
+    and the continuous diagonal."""
     z = _grid(x, num)
     Kuu = gram_numpy(expr, z, z + DELTA)
     Kuu = 0.5 * (Kuu + Kuu.T)
@@ -92,12 +93,13 @@ def _reference_parts(expr, noise_var, x, num):
     Kuf = gram_numpy(expr, z, x)
     k_all = np.diag(gram_numpy(expr, x, x))
     k_cont = np.diag(gram_numpy(expr, x, x + DELTA))
-    var = noise_var + np.maximum(k_all - k_cont, 0.0)
+    var = noise_var + np.maximum(k_all - k_cont, 0.0) + known
     return z, Kuu, Kuf, k_cont, var
 
 
-def _reference_bound(expr, noise_var, x, y, num):
-    _, Kuu, Kuf, k_cont, var = _reference_parts(expr, noise_var, x, num)
+def _reference_bound(expr, noise_var, x, y, num, known=0.0):
+    """log N(y | 0, Qff + diag(var)) - tr(diag(var)^-1 (Kff - Qff)) / 2."""
+    _, Kuu, Kuf, k_cont, var = _reference_parts(expr, noise_var, x, num, known)
     Q = Kuf.T @ np.linalg.solve(Kuu, Kuf)
     Q = 0.5 * (Q + Q.T)
     fit = scipy.stats.multivariate_normal.logpdf(y, np.zeros(x.size), Q + np.diag(var))

@@ -12,13 +12,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
-import scipy.stats
 
 from autogp import AutoGP
 from autogp.evaluator import log_marginal_likelihood
 from autogp.evaluator.sparse import (
-    DELTA,
-    KUU_JITTER,
     sparse_log_marginal_likelihood,
     sparse_posterior_predictive,
 )
@@ -27,6 +24,8 @@ from autogp.inference.smc_round import likelihood_fn
 from autogp.kernels import pack, parse, to_text
 from tests.helpers import assert_allclose, random_expression
 from tests.reference_numpy import gram_numpy
+from tests.test_sparse import _reference_bound as sparse_reference_bound
+from tests.test_sparse import _reference_parts as sparse_reference_parts
 
 P, DEPTH, N, M = 4, 3, 40, 12
 X = np.sort(np.random.default_rng(0).uniform(0.0, 1.0, N))
@@ -40,24 +39,11 @@ _predictive_jit = jax.jit(sparse_posterior_predictive,
 
 
 def _reference_parts(expr, noise_var, x, known, num):
-    z = np.linspace(x.min(), x.max(), num) + DELTA
-    Kuu = gram_numpy(expr, z, z + DELTA)
-    Kuu = 0.5 * (Kuu + Kuu.T)
-    Kuu = Kuu + KUU_JITTER * max(abs(np.mean(np.diag(Kuu))), 1e-300) * np.eye(num)
-    Kuf = gram_numpy(expr, z, x)
-    k_all = np.diag(gram_numpy(expr, x, x))
-    k_cont = np.diag(gram_numpy(expr, x, x + DELTA))
-    var = noise_var + np.maximum(k_all - k_cont, 0.0) + known
-    return z, Kuu, Kuf, k_cont, var
+    return sparse_reference_parts(expr, noise_var, x, num, known)
 
 
 def _reference_bound(expr, noise_var, x, y, known, num):
-    """log N(y | 0, Qff + diag(var)) - tr(diag(var)^-1 (Kff - Qff)) / 2."""
-    _, Kuu, Kuf, k_cont, var = _reference_parts(expr, noise_var, x, known, num)
-    Q = Kuf.T @ np.linalg.solve(Kuu, Kuf)
-    Q = 0.5 * (Q + Q.T)
-    fit = scipy.stats.multivariate_normal.logpdf(y, np.zeros(x.size), Q + np.diag(var))
-    return fit - 0.5 * np.sum((k_cont - np.diag(Q)) / var)
+    return sparse_reference_bound(expr, noise_var, x, y, num, known)
 
 
 def _batch(seed, count=P):
