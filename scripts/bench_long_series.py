@@ -14,7 +14,7 @@ coverage and the fit's seconds. Methods:
   run on the window (the stage is applied to the window fit, as ``fit`` does), so the rows
   differ by the stage alone.
 
-    python scripts/bench_long_series.py [--csv PATH] [--series ID ...] [--methods window full]
+    python scripts/bench_long_series.py --csv PATH [--series ID ...] [--methods window full]
                                         [--workers 1] [--timeout 900] [--set KEY=VALUE ...]
                                         [--json PATH]
 
@@ -41,7 +41,6 @@ import pandas as pd  # noqa: E402
 from autogp._x64 import x64  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CSV = Path("/work/shared/data/long_series.csv.gz")
 METHODS = {"window": {"data.full_resolution": "off"}, "full": {}}
 
 
@@ -201,7 +200,8 @@ def markdown(rows: list[dict]) -> str:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    ap.add_argument("--csv", default=str(DEFAULT_CSV))
+    ap.add_argument("--csv", default=None,
+                    help="CSV of long series: unique_id, ds, y, split (required; not shipped)")
     ap.add_argument("--series", nargs="+", default=None, help="ids (default: all in the CSV)")
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     ap.add_argument("--workers", type=int, default=1, help="fits at once (processes)")
@@ -214,6 +214,8 @@ def main(argv=None) -> dict:
     if args.child is not None:
         print(json.dumps(child(json.loads(args.child)), default=float), flush=True)
         return {}
+    if args.csv is None:
+        ap.error("--csv is required: the long series are not shipped with autogp")
     bench = _scaling()
     ids = args.series or list(dict.fromkeys(_read(args.csv)["unique_id"]))
     common = _overrides(args.set_)
