@@ -98,6 +98,22 @@ def test_the_scaling_written_out_is_the_fits():
     np.testing.assert_allclose(fit.y, y, rtol=1e-12, atol=1e-12)
 
 
+def assert_revised_as_numpy(model, ref, train, data, future) -> np.ndarray:
+    """The revised fit (``rounds=0``) holds ``data``'s covariates, its weights are the prior
+    weights times numpy's likelihood ratio of ``data`` to ``train`` (to the power eta), and it
+    forecasts ``future`` as numpy's mixture; returns the unnormalised log weights."""
+    new = model.fits["series"]
+    np.testing.assert_array_equal(new.series.covariates["temp"].to_numpy(),
+                                  data["temp"].to_numpy())
+    e = eta(model, N)
+    expected = np.log(WEIGHTS) + e * (ref.log_likelihoods(data) - ref.log_likelihoods(train))
+    np.testing.assert_allclose(new.log_weights, expected - logsumexp(expected), atol=1e-8)
+    w = np.exp(expected - logsumexp(expected))
+    np.testing.assert_allclose(model.predict(H, X_df=future[["ds", "temp"]])["AutoGP"],
+                               ref.mean(w, data, future), rtol=1e-8)
+    return expected
+
+
 def test_replaced_rows_with_revised_covariates_reweight_by_the_exact_likelihood_ratio():
     df = frame()
     train = df.iloc[:N]
@@ -108,17 +124,9 @@ def test_replaced_rows_with_revised_covariates_reweight_by_the_exact_likelihood_
     new = model.fits["series"]
     data = train.copy()
     data.loc[data.index[[5, 20]], ["y", "temp"]] = [[75.0, 26.0], [50.0, 15.5]]
-    np.testing.assert_array_equal(new.series.covariates["temp"].to_numpy(),
-                                  data["temp"].to_numpy())
-    e = eta(model, N)
-    expected = np.log(WEIGHTS) + e * (ref.log_likelihoods(data) - ref.log_likelihoods(train))
-    np.testing.assert_allclose(new.log_weights, expected - logsumexp(expected), atol=1e-8)
+    expected = assert_revised_as_numpy(model, ref, train, data, df.iloc[N:])
     np.testing.assert_allclose(new.log_marginal_likelihood + 3.0, logsumexp(expected),
                                atol=1e-8)
-    future = df.iloc[N:]
-    w = np.exp(expected - logsumexp(expected))
-    np.testing.assert_allclose(model.predict(H, X_df=future[["ds", "temp"]])["AutoGP"],
-                               ref.mean(w, data, future), rtol=1e-8)
 
 
 def test_removed_rows_take_their_covariates_with_them():
@@ -128,17 +136,8 @@ def test_removed_rows_take_their_covariates_with_them():
     ref = Reference(train, model)
     gone = [3, 4, 17]
     model.remove_data(train["ds"].iloc[gone], rounds=0)
-    new = model.fits["series"]
     data = train.drop(train.index[gone])
-    np.testing.assert_array_equal(new.series.covariates["temp"].to_numpy(),
-                                  data["temp"].to_numpy())
-    e = eta(model, N)
-    expected = np.log(WEIGHTS) + e * (ref.log_likelihoods(data) - ref.log_likelihoods(train))
-    np.testing.assert_allclose(new.log_weights, expected - logsumexp(expected), atol=1e-8)
-    future = df.iloc[N:]
-    w = np.exp(expected - logsumexp(expected))
-    np.testing.assert_allclose(model.predict(H, X_df=future[["ds", "temp"]])["AutoGP"],
-                               ref.mean(w, data, future), rtol=1e-8)
+    assert_revised_as_numpy(model, ref, train, data, df.iloc[N:])
 
 
 def test_an_update_reweights_by_the_new_rows_with_their_covariates():
