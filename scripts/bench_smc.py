@@ -232,7 +232,8 @@ def _run(setup: Setup, quick: bool, tiny: bool, cache: str) -> dict:
 #: Designs of a cold start, each an environment for the ``autogp fit`` process: (a) the current
 #: setup; (b) XLA:CPU trading run time for compile time; (c) the persistent cache keeping small
 #: programs too; (d) the fit's programs compiled one at a time instead of side by side (the
-#: current setup compiles them in threads: ``autogp.inference.exported.prepare``).
+#: current setup compiles them in threads: ``autogp.inference.exported.prepare``); (e) XLA's
+#: multi-threaded matrix products.
 DESIGNS: dict[str, dict[str, str]] = {
     "a_current": {},
     "b_opt_level_0": {"XLA_FLAGS": "--xla_backend_optimization_level=0"},
@@ -240,6 +241,9 @@ DESIGNS: dict[str, dict[str, str]] = {
     "b_no_expensive_llvm": {"XLA_FLAGS": "--xla_llvm_disable_expensive_passes=true"},
     "c_cache_small_programs": {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"},
     "d_one_compile_thread": {"AUTOGP_BENCH_COMPILE_THREADS": "1"},
+    # autogp's programs with XLA's default multi-threaded products (autogp._xla) instead of
+    # the single-threaded ones that give a panel worker's bits.
+    "e_multi_thread_eigen": {"AUTOGP_MULTI_THREAD_EIGEN": "1"},
 }
 TINY_CLI = ["--particles", "2", "--set", "smc.num_rounds=1", "--set", "smc.structure_moves=1",
             "--set", "grammar.max_depth=1", "--set", "refine.steps=2"]

@@ -21,7 +21,7 @@ KNOWN_CYCLES: list[list[str]] = []
 # in a lower layer, never from its own layer or above. Top-level modules (``autogp/setting.py``)
 # count as packages of their own; "autogp" is the package's front door (``autogp/__init__.py``).
 LAYERS: list[tuple[str, ...]] = [
-    ("version", "_x64", "_threefry", "setting"),
+    ("version", "_x64", "_threefry", "_xla", "setting"),
     ("data", "kernels"),
     ("evaluator", "statespace"),  # statespace: the Kalman-filter likelihood, beside the dense one
     ("inference",),

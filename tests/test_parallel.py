@@ -191,6 +191,43 @@ def test_workers_keep_the_callers_xla_flags_and_run_single_threaded():
 
 
 # ---- backends: same forecasts everywhere -----------------------------------------------------
+#: A configuration and series whose fit changes in its last digits when the round programs
+#: are compiled with XLA's default (multi-threaded Eigen) products instead of a worker's.
+BITS = {"smc": {"num_particles": 4, "num_rounds": 2, "structure_moves": 2, "workers": 1},
+        "refine": {"steps": 5}, "grammar": {"max_depth": 2}}
+
+
+def _m3_training_head() -> pd.DataFrame:
+    df = pd.read_csv("benchmarks/data/m3_other.csv.gz")
+    rows = df[(df["unique_id"] == "N1383") & (df["split"] == "train")].iloc[:-8]
+    # With a second series this is a panel in this process too, as it is for the workers.
+    other = pd.read_csv(AIRLINE).iloc[:30].assign(unique_id="airline")
+    return pd.concat([rows[["unique_id", "ds", "y"]], other], ignore_index=True)
+
+
+@pytest.mark.slow
+def test_a_fit_here_equals_a_workers_fit_to_the_last_bit(cache_env, monkeypatch):
+    from autogp.inference import exported
+    from autogp.parallel.local import run_local
+
+    series = _m3_training_head()
+    config = AutoGP(BITS).config  # workers = 1: the fits below run in this process
+    chunks = chunk_series(from_frame(series, id_col="unique_id"), workers=1)
+    fits = [r for _, results in run_local(chunks, config.to_dict(), panel=True, workers=1)
+            for r in results]
+    worker = _values(AutoGP.from_fits(fits, config).predict(8))
+    here = _values(AutoGP(BITS, progress=False).fit(series).predict(8))
+    assert np.array_equal(here, worker)
+    # The check has teeth: with XLA's default products for this process's round programs
+    # (autogp._xla's switch), the same fit here gives other bits.
+    monkeypatch.setenv("AUTOGP_MULTI_THREAD_EIGEN", "1")
+    exported.forget()
+    default = _values(AutoGP(BITS, progress=False).fit(series).predict(8))
+    exported.forget()
+    assert not np.array_equal(default, worker)
+    np.testing.assert_allclose(default, worker, rtol=1e-6)
+
+
 @pytest.mark.slow
 def test_local_pool_and_dask_cluster_match_one_process(cache_env, one_worker, one_process):
     pytest.importorskip("distributed")
@@ -203,9 +240,9 @@ def test_local_pool_and_dask_cluster_match_one_process(cache_env, one_worker, on
         assert fc["ds"].tolist() == one_worker["ds"].tolist()
     assert np.array_equal(_values(pool), _values(one_worker))
     assert np.array_equal(_values(dask), _values(one_worker))
-    # This process runs XLA multi-threaded (not changed by autogp): its sums may be ordered
-    # differently, so it agrees to rounding, not always to the last bit.
-    np.testing.assert_allclose(_values(one_process), _values(one_worker), rtol=1e-9)
+    # This process keeps XLA's multi-threaded default for the user's programs; autogp's own are
+    # compiled single-threaded (autogp._xla), so they agree with the workers' to the last bit.
+    assert np.array_equal(_values(one_process), _values(one_worker))
 
 
 def fit_chunk_killing_its_worker_once(chunk, config, panel=True):

@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp, ndtr, ndtri
 
 from autogp._x64 import with_x64
+from autogp._xla import jit
 from autogp.evaluator import posterior_predictive
 
 #: Rounds on fewer than this share of a series' points are not used.
@@ -39,7 +39,7 @@ STEPS_SHARE = 0.25
 MAX_SCORE = 6.0
 
 
-@jax.jit
+@jit
 def _particle_predictive(ops, params, noise, x, y, mask, x_new, known_var):
     """Each particle's predictive means and variances ``[P, M]`` of noisy observations at
     ``x_new`` given the masked training points."""

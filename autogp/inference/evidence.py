@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
+from autogp._xla import jit
 from autogp.inference import exported, rejuvenation
 from autogp.inference import grammar as gr
 from autogp.inference.refine import active_mask
@@ -95,7 +96,7 @@ def _log_joint_hessians(grammar: gr.Grammar, num_particles: int, num_inducing: i
     return joint(flat0), H, count
 
 
-_jitted_hessians = jax.jit(_log_joint_hessians, static_argnums=(0, 1, 2, 3))
+_jitted_hessians = jit(_log_joint_hessians, static_argnums=(0, 1, 2, 3))
 
 
 def _program(grammar, num_particles, num_inducing, learn_noise, ops, params, noise,
@@ -319,7 +320,7 @@ def prequential_log_scores(grammar: gr.Grammar, ops, params, noise, data: Data, 
     return np.where(np.isfinite(score), score, -np.inf)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
+@functools.partial(jit, static_argnums=(0, 1))
 def _second_half_log_likelihood(num_particles, num_inducing, ops, params, noise, data):
     half = (data.length + 1) // 2
     full = likelihood_fn(data, data.length, num_particles, num_inducing)(ops, params, noise)

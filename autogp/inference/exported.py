@@ -53,6 +53,7 @@ import jax
 import jaxlib
 
 from autogp._x64 import float64_platform
+from autogp._xla import compiler_options, jit
 
 _SUBDIR = "autogp-exported"
 #: Programs loaded (or exported) by this process, by file name: compiled, or still compiling
@@ -257,7 +258,7 @@ def call_jitted(program: Program, out_treedef: Any) -> Any:
         return program.fn(*program.static, *program.args)
     n = len(program.static)
     if (program.fn, n) not in _jitted:
-        _jitted[program.fn, n] = jax.jit(program.fn, static_argnums=tuple(range(n)))
+        _jitted[program.fn, n] = jit(program.fn, static_argnums=tuple(range(n)))
     key = program_key(program.name, program.static, program.args)
     first = key not in _jitted_keys
     _jitted_keys.add(key)
@@ -334,7 +335,7 @@ def prepare(where: Path | None, programs: Sequence[Program]) -> None:
             # lowered program does not read it.
             lowered = jax.jit(exported.call).lower(
                 *jax.tree_util.tree_leaves(shapes(program.args)))
-            _loaded[key] = _pool().submit(lowered.compile)
+            _loaded[key] = _pool().submit(lowered.compile, compiler_options() or None)
             _loaded[key].add_done_callback(release_free_memory)
             if key in fresh:
                 _loaded[key].add_done_callback(notice._done)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
+from autogp._xla import jit
 from autogp.inference import shapes
 from autogp.inference.grammar import Grammar, log_prior_noise, log_prior_params
 from autogp.inference.refine import optimize
@@ -72,7 +72,7 @@ class FullResolution:
         return f"{window} (kept: {why})"
 
 
-@functools.partial(jax.jit, static_argnames=("grammar", "dim", "steps", "learning_rate",
+@functools.partial(jit, static_argnames=("grammar", "dim", "steps", "learning_rate",
                                              "period_step", "regular_grid"))
 def _refit(ops, params, noise, x, y, grammar, dim, steps, learning_rate, period_step,
            regular_grid):

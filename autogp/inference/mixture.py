@@ -22,6 +22,7 @@ from jax.scipy.special import logsumexp, ndtr
 from jax.scipy.stats import norm
 
 from autogp._x64 import with_x64
+from autogp._xla import jit
 from autogp.inference import shapes
 
 # Bisection iterations: the bracket starts at most ~100 standard deviations wide; 200 halvings
@@ -117,7 +118,7 @@ def make_mixture(
     return Mixture(w, means[keep], sds, keep)
 
 
-@jax.jit
+@jit
 def _quantiles_jit(log_w, means, sds, probs):
     # log_w [P], means/sds [P, M], probs [K] -> [K, M]
     w = jnp.exp(log_w)
@@ -188,7 +189,7 @@ def _padded(weights: np.ndarray, means: np.ndarray, sds: np.ndarray):
     return log_w, means, sds
 
 
-@jax.jit
+@jit
 def _logpdf_jit(log_w, means, sds, y):
     comp = norm.logpdf(y[None], means, jnp.maximum(sds, 1e-300))
     return logsumexp(log_w[:, None] + comp, axis=0)

@@ -20,11 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from scipy.special import ndtri
 
+from autogp._xla import jit
 from autogp.data import DataError, Scaler, TimeSeries
 from autogp.data.covariates import CovariateScaling
 from autogp.data.transform import inverse_mean
@@ -40,7 +40,7 @@ from autogp.kernels import Kernel, pack, unpack
 
 
 # ---- compiled pieces -------------------------------------------------------------------------
-@functools.partial(jax.jit, static_argnames=("full_cov",))
+@functools.partial(jit, static_argnames=("full_cov",))
 def _predictive(ops, params, noise, x, y, mask, x_new, full_cov, known_var=None):
     return posterior_predictive(
         ops, params, noise, x, y, mask, x_new, observation_noise=False, full_cov=full_cov,
@@ -48,7 +48,7 @@ def _predictive(ops, params, noise, x, y, mask, x_new, full_cov, known_var=None)
     )
 
 
-@functools.partial(jax.jit, static_argnames=("full_cov", "num_inducing"))
+@functools.partial(jit, static_argnames=("full_cov", "num_inducing"))
 def _sparse_predictive(ops, params, noise, x, y, mask, x_new, full_cov, num_inducing,
                        known_var=None):
     return sparse_posterior_predictive(
@@ -57,10 +57,10 @@ def _sparse_predictive(ops, params, noise, x, y, mask, x_new, full_cov, num_indu
     )
 
 
-_sparse_weights = jax.jit(sparse_weights, static_argnames=("num_inducing",))
+_sparse_weights = jit(sparse_weights, static_argnames=("num_inducing",))
 
 
-@jax.jit
+@jit
 def _alpha(ops, params, noise, x, y, mask, known_var=None):
     """(K + noise I)^-1 y per particle ``[P, N]`` (plus the known variances on the diagonal)
     and whether the factorisation worked."""
@@ -75,7 +75,7 @@ def _alpha(ops, params, noise, x, y, mask, known_var=None):
     return jnp.where(mask, alpha, 0.0), ok
 
 
-@jax.jit
+@jit
 def _cross_means(term_ops, term_params, x_new, x, alpha):
     """Posterior mean of each term: k_term(x_new, x) @ alpha[owner] -> ``[T, M]``."""
     K = gram(term_ops, term_params, x_new, x)  # [T, M, N]

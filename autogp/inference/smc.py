@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import logsumexp
 
+from autogp._xla import jit
 from autogp.inference import calibration, evidence
 from autogp.inference import grammar as gr
 from autogp.inference.rounds import (
@@ -326,7 +327,7 @@ def _merged_history(old: dict, new: dict) -> dict:
     return merged
 
 
-@functools.partial(jax.jit, static_argnames=("num_particles", "num_inducing"))
+@functools.partial(jit, static_argnames=("num_particles", "num_inducing"))
 def _likelihoods(data, count, ops, params, noise, *, num_particles: int, num_inducing: int):
     """The particles' tempered log likelihoods on the first ``count`` points of ``data``, as
     one compiled program (run eagerly, the evaluator's loops dispatch op by op)."""
