@@ -2,21 +2,27 @@
 ``--backend local --workers 1``, ``local --workers 2``, ``dask`` with 1 and 2 workers (a
 LocalCluster), then a resume experiment (a run stopped with SIGTERM at about half way and
 resumed). ``--phases`` adds what limits a worker's throughput (:func:`worker_phases`).
+``local2pfc`` is ``local2`` with the forecasts made in the calling process after the workers
+have fitted every series (:func:`parent_forecast_cli`), where ``autogp fit`` has each worker
+forecast its series right after fitting it.
 
 Every design runs ``autogp fit`` in a fresh process on the same training CSV and settings and
 writes its forecast; the script reports the fit time (as printed by autogp: reading the data,
-starting a cluster and fitting, not the Python start-up), the wall time of the process, series
-per second, the ratios dask2/local2 and 2 workers/1 worker, and whether all forecasts are
-byte-identical (``local1`` fits in the calling process, whose XLA is multi-threaded: it
-agrees to rounding). All designs share one fresh JAX compilation cache; by default it is warmed
-first (untimed runs of ``local 1``, ``local 2`` and ``dask 2`` on the same panel), so the times
-compare fitting, not compiling (``--cold`` skips the warm-up).
+starting a cluster, fitting and the workers' forecasts, not the Python start-up), for
+``local2pfc`` also the forecast time after it, the wall time of the process, series fitted and
+forecast per second, the ratios dask2/local2, 2 workers/1 worker and local2pfc/local2, and
+whether all forecasts are byte-identical (``local1`` fits in the calling process, whose XLA
+is multi-threaded: it agrees to rounding). All designs share one fresh JAX compilation cache;
+by default it is warmed first (untimed runs of each kind of process on the same panel), so
+the times compare fitting, not compiling (``--cold`` skips the warm-up).
 
     python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 40 \\
         --config configs/m3_monthly.toml
     python scripts/bench_panel.py --tiny            # smoke run: 4 short series, tiny settings
     python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 30 \\
         --designs local2 --no-resume --phases      # series/s with defaults, and what limits it
+    python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 20 \\
+        --designs local2pfc,local2 --no-resume     # forecasts in the parent against the workers
 
 The data: a long CSV with ``unique_id``, ``ds``, ``y`` and optionally ``split`` (rows marked
 ``test`` are left out) and ``category`` (``--limit N`` then draws a stratified sample).
@@ -185,7 +191,7 @@ def resume_experiment(data: Path, work: Path, env: dict[str, str], args: argpars
 
     Half way is measured in time, not in series: with chunks handed out longest first,
     alternating with the shortest, half the series is not exactly half the work."""
-    import pickle
+    from autogp.pipeline.saveload import load_model
 
     folder = work / "resume"
     out = work / "resumed.csv"
@@ -193,9 +199,9 @@ def resume_experiment(data: Path, work: Path, env: dict[str, str], args: argpars
 
     def saved() -> int:
         count = 0
-        for p in folder.glob("chunk-*.pkl"):
+        for p in folder.glob("chunk-*.autogp"):
             try:
-                count += len(pickle.loads(p.read_bytes())["fits"])
+                count += len(load_model(p).fits)
             except Exception:  # noqa: BLE001 - a file being replaced
                 pass
         return count
