@@ -163,3 +163,35 @@ def test_cross_validation_windows_are_forecast_on_the_workers_as_in_the_parent(m
     assert len(came_back) == 6  # 3 series x 2 windows, each forecast by its worker
     monkeypatch.setattr(crossval, "fit_panel", without_work_after_the_fit)
     assert on_workers.to_csv(index=False) == windows().to_csv(index=False)
+
+
+def test_run_forecasts_and_scores_beside_each_fit_as_after_it(monkeypatch, tmp_path):
+    """``autogp run`` leaves nothing to forecast after the fit, and writes what forecasting
+    every fit after the fit writes."""
+    from autogp.experiments import runner as runner_module
+    from tests.test_parallel import _run_config
+
+    install_fake_smc(monkeypatch)
+    later: list[list] = []
+    forecast_and_score_all = runner_module.forecast_and_score_all
+
+    def recording(items, config):
+        later.append([train.unique_id for _, train, _ in items])
+        return forecast_and_score_all(items, config)
+
+    monkeypatch.setattr(runner_module, "forecast_and_score_all", recording)
+    data = tmp_path / "panel.csv"
+    _tiny_panel().to_csv(data, index=False)
+    beside = runner.invoke(app, ["run", str(_run_config(tmp_path, data, "beside")), "--quiet",
+                                 "--holdout", "3"])
+    assert beside.exit_code == 0, beside.output
+    assert later == [[]]
+    fit = AutoGP.fit
+    monkeypatch.setattr(AutoGP, "fit", lambda self, data, after_fit=None, **kw: fit(self, data,
+                                                                                    **kw))
+    after = runner.invoke(app, ["run", str(_run_config(tmp_path, data, "after")), "--quiet",
+                                "--holdout", "3"])
+    assert after.exit_code == 0, after.output
+    assert later[1] == ["a", "b", "c"]
+    for name in ("forecast.csv", "metrics.csv"):
+        assert (tmp_path / "beside" / name).read_bytes() == (tmp_path / "after" / name).read_bytes()

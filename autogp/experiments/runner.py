@@ -224,7 +224,7 @@ def run_single_experiment(
     after = AfterFit(forecast_and_score_fit, {t.unique_id: (t, h) for t, h in pairs})
     model = AutoGP(config, progress=not quiet).fit([train for train, _ in pairs],
                                                     resume=resume_dir, after_fit=after)
-    fit_seconds = time.perf_counter() - started
+    fit_seconds = time.perf_counter() - started  # with the workers' forecasts and scores
     errors = {**read_errors, **model.errors}
     if errors:  # shown even under --quiet: these series are missing from the outputs
         for uid, message in errors.items():
