@@ -99,13 +99,23 @@ def compare(outputs: dict[str, Path]) -> dict:
         out["worker_designs_byte_identical"] = all(
             outputs[n].read_bytes() == first for n in workers
         )
+        if not out["worker_designs_byte_identical"]:
+            out["worker_designs_max_relative_difference"] = max(
+                largest_relative_difference(outputs[n], outputs[workers[0]])
+                for n in workers[1:])
     if "local1" in outputs and workers:
-        a, b = (pd.read_csv(outputs[n]) for n in ("local1", workers[0]))
-        cols = [c for c in a.columns if c.startswith("AutoGP")]
-        diff = (a[cols] - b[cols]).abs() / b[cols].abs().clip(lower=1e-300)
         out["local1_byte_identical"] = outputs["local1"].read_bytes() == first
-        out["local1_max_relative_difference"] = float(diff.to_numpy().max())
+        out["local1_max_relative_difference"] = largest_relative_difference(
+            outputs["local1"], outputs[workers[0]])
     return out
+
+
+def largest_relative_difference(path: Path, reference: Path) -> float:
+    """The largest relative difference between two forecast files' ``AutoGP`` columns."""
+    a, b = pd.read_csv(path), pd.read_csv(reference)
+    cols = [c for c in a.columns if c.startswith("AutoGP")]
+    diff = (a[cols] - b[cols]).abs() / b[cols].abs().clip(lower=1e-300)
+    return float(diff.to_numpy().max())
 
 
 def keep_for_scoring(folder: Path, forecast: Path, panel: pd.DataFrame, data: Path | None

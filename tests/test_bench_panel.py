@@ -38,7 +38,9 @@ def test_compare_reports_byte_identity_and_the_in_process_difference(tmp_path):
     expected = abs(float(pd.read_csv(paths["local1"])["AutoGP-lo-80"][1]) - 15.0) / 15.0
     assert out["local1_max_relative_difference"] == pytest.approx(expected, rel=1e-6)
     base.assign(AutoGP=[10.0, 21.0]).to_csv(paths["dask2"], index=False)
-    assert bench.compare(paths)["worker_designs_byte_identical"] is False
+    out = bench.compare(paths)
+    assert out["worker_designs_byte_identical"] is False
+    assert out["worker_designs_max_relative_difference"] == pytest.approx(1 / 20)  # vs local2
 
 
 def test_run_fit_reads_the_fit_time_and_a_forecast_made_after_it():
