@@ -364,6 +364,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warm-limit", type=int, default=None,
                         help="warm the compile cache on a stratified sample of N series only "
                         "(series of every length bucket; a full-panel warm-up triples the time)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run the designs in turn N times; each design's median run counts")
     parser.add_argument("--phases", action="store_true",
                         help="also profile one worker: compiling, compiled programs, the rest")
     parser.add_argument("--profile-worker", type=Path, default=None, help=argparse.SUPPRESS)
@@ -420,22 +422,31 @@ def main(argv: list[str] | None = None) -> dict:
                 run_fit(fit_command(warm, work / "warm-fc.csv", backend, workers, args,
                                     parent_forecast=here), env)
         outputs = {}
-        for name in designs:
-            backend, workers = DESIGNS[name]
-            outputs[name] = work / f"{name}.csv"
-            timing = run_fit(fit_command(data, outputs[name], backend, workers, args,
-                                         parent_forecast=name in PARENT_FORECAST), env)
-            # Series fitted and forecast per second (autogp's fit time holds the forecasts
-            # its workers make beside the fits; a parent-forecast design adds its own).
-            # Six significant figures: on a loaded machine throughput can drop below 0.01/s.
-            timing["series_per_second"] = float(
-                f"{n_series / timing['fit_and_forecast_seconds']:.6g}")
-            results["designs"][name] = timing
-            here = (f" + forecast here {timing['forecast_here_seconds']:.1f} s"
-                    if "forecast_here_seconds" in timing else "")
-            print(f"{name:9s} fit {timing['fit_seconds']:8.1f} s{here}  "
-                  f"wall {timing['wall_seconds']:8.1f} s  "
-                  f"{timing['series_per_second']:.3f} series/s", flush=True)
+        runs: dict[str, list[dict]] = {name: [] for name in designs}
+        for repeat in range(args.repeats):  # the designs in turn, so load drifts hit each
+            for name in designs:
+                backend, workers = DESIGNS[name]
+                outputs[name] = work / f"{name}.csv"
+                timing = run_fit(fit_command(data, outputs[name], backend, workers, args,
+                                             parent_forecast=name in PARENT_FORECAST), env)
+                # Series fitted and forecast per second (autogp's fit time holds the
+                # forecasts its workers make beside the fits; a parent-forecast design adds
+                # its own). Six significant figures: on a loaded machine throughput can drop
+                # below 0.01/s.
+                timing["series_per_second"] = float(
+                    f"{n_series / timing['fit_and_forecast_seconds']:.6g}")
+                runs[name].append(timing)
+                here = (f" + forecast here {timing['forecast_here_seconds']:.1f} s"
+                        if "forecast_here_seconds" in timing else "")
+                print(f"{name:9s} fit {timing['fit_seconds']:8.1f} s{here}  "
+                      f"wall {timing['wall_seconds']:8.1f} s  "
+                      f"{timing['series_per_second']:.3f} series/s"
+                      + (f"  (run {repeat + 1})" if args.repeats > 1 else ""), flush=True)
+        for name, timings in runs.items():  # the median run of each design
+            ordered = sorted(timings, key=lambda t: t["fit_and_forecast_seconds"])
+            results["designs"][name] = dict(ordered[len(ordered) // 2])
+            if len(timings) > 1:
+                results["designs"][name]["runs"] = timings
         fit = {k: v["fit_and_forecast_seconds"] for k, v in results["designs"].items()}
         wall = {k: v["wall_seconds"] for k, v in results["designs"].items()}
         ratios = {}
