@@ -152,9 +152,9 @@ def fit_panel(
             with exported.on_compiling(phase):
                 _fit_here(todo, config, panel, bar, finish, after)
                 for fit in loaded:
-                    done = after.run(fit, config)
-                    if done is not None:
-                        out.after[fit.unique_id] = done
+                    worked = after.run(fit, config)  # type: ignore[union-attr]
+                    if worked is not None:
+                        out.after[fit.unique_id] = worked
             out.compile_seconds = exported.compile_seconds() - before
         else:
             if exported.cache_is_cold(exported.directory()):
