@@ -2,21 +2,27 @@
 ``--backend local --workers 1``, ``local --workers 2``, ``dask`` with 1 and 2 workers (a
 LocalCluster), then a resume experiment (a run stopped with SIGTERM at about half way and
 resumed). ``--phases`` adds what limits a worker's throughput (:func:`worker_phases`).
+``local2pfc`` is ``local2`` with the forecasts made in the calling process after the workers
+have fitted every series (:func:`parent_forecast_cli`), where ``autogp fit`` has each worker
+forecast its series right after fitting it.
 
 Every design runs ``autogp fit`` in a fresh process on the same training CSV and settings and
 writes its forecast; the script reports the fit time (as printed by autogp: reading the data,
-starting a cluster and fitting, not the Python start-up), the wall time of the process, series
-per second, the ratios dask2/local2 and 2 workers/1 worker, and whether all forecasts are
-byte-identical (``local1`` fits in the calling process, whose XLA is multi-threaded: it
-agrees to rounding). All designs share one fresh JAX compilation cache; by default it is warmed
-first (untimed runs of ``local 1``, ``local 2`` and ``dask 2`` on the same panel), so the times
-compare fitting, not compiling (``--cold`` skips the warm-up).
+starting a cluster, fitting and the workers' forecasts, not the Python start-up), for
+``local2pfc`` also the forecast time after it, the wall time of the process, series fitted and
+forecast per second, the ratios dask2/local2, 2 workers/1 worker and local2pfc/local2, and
+whether all forecasts are byte-identical (``local1`` fits in the calling process, whose XLA
+is multi-threaded: it agrees to rounding). All designs share one fresh JAX compilation cache;
+by default it is warmed first (untimed runs of each kind of process on the same panel), so
+the times compare fitting, not compiling (``--cold`` skips the warm-up).
 
     python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 40 \\
         --config configs/m3_monthly.toml
     python scripts/bench_panel.py --tiny            # smoke run: 4 short series, tiny settings
     python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 30 \\
         --designs local2 --no-resume --phases      # series/s with defaults, and what limits it
+    python scripts/bench_panel.py benchmarks/data/m3_monthly.csv.gz --limit 20 \\
+        --designs local2pfc,local2 --no-resume     # forecasts in the parent against the workers
 
 The data: a long CSV with ``unique_id``, ``ds``, ``y`` and optionally ``split`` (rows marked
 ``test`` are left out) and ``category`` (``--limit N`` then draws a stratified sample).
@@ -49,8 +55,13 @@ DESIGNS = {
     "local2": ("local", 2),
     "dask1": ("dask", 1),
     "dask2": ("dask", 2),
+    "local2pfc": ("local", 2),
 }
+# Designs whose workers only fit, this process forecasting every series after them (the
+# design before the workers forecast beside each fit).
+PARENT_FORECAST = {"local2pfc"}
 FITTED = re.compile(r"fitted (\d+) series .* in ([0-9.]+) s")
+FORECAST_HERE = re.compile(r"forecast (\d+) series in this process in ([0-9.]+) s")
 
 
 def tiny_panel() -> pd.DataFrame:
@@ -88,13 +99,23 @@ def compare(outputs: dict[str, Path]) -> dict:
         out["worker_designs_byte_identical"] = all(
             outputs[n].read_bytes() == first for n in workers
         )
+        if not out["worker_designs_byte_identical"]:
+            out["worker_designs_max_relative_difference"] = max(
+                largest_relative_difference(outputs[n], outputs[workers[0]])
+                for n in workers[1:])
     if "local1" in outputs and workers:
-        a, b = (pd.read_csv(outputs[n]) for n in ("local1", workers[0]))
-        cols = [c for c in a.columns if c.startswith("AutoGP")]
-        diff = (a[cols] - b[cols]).abs() / b[cols].abs().clip(lower=1e-300)
         out["local1_byte_identical"] = outputs["local1"].read_bytes() == first
-        out["local1_max_relative_difference"] = float(diff.to_numpy().max())
+        out["local1_max_relative_difference"] = largest_relative_difference(
+            outputs["local1"], outputs[workers[0]])
     return out
+
+
+def largest_relative_difference(path: Path, reference: Path) -> float:
+    """The largest relative difference between two forecast files' ``AutoGP`` columns."""
+    a, b = pd.read_csv(path), pd.read_csv(reference)
+    cols = [c for c in a.columns if c.startswith("AutoGP")]
+    diff = (a[cols] - b[cols]).abs() / b[cols].abs().clip(lower=1e-300)
+    return float(diff.to_numpy().max())
 
 
 def keep_for_scoring(folder: Path, forecast: Path, panel: pd.DataFrame, data: Path | None
@@ -116,8 +137,12 @@ def keep_for_scoring(folder: Path, forecast: Path, panel: pd.DataFrame, data: Pa
 
 
 def fit_command(data: Path, out: Path, backend: str, workers: int, args: argparse.Namespace,
-                resume: Path | None = None) -> list[str]:
-    cmd = [sys.executable, "-m", "autogp.cli.main", "fit", str(data), "--id-col", "unique_id",
+                resume: Path | None = None, parent_forecast: bool = False) -> list[str]:
+    """``autogp fit`` of the panel in a fresh process (``parent_forecast``: through
+    :func:`parent_forecast_cli`)."""
+    start = ([sys.executable, str(Path(__file__).resolve()), "--parent-forecast-cli"]
+             if parent_forecast else [sys.executable, "-m", "autogp.cli.main"])
+    cmd = [*start, "fit", str(data), "--id-col", "unique_id",
            "--backend", backend, "--workers", str(workers), "--output", str(out)]
     if args.config:
         cmd += ["--config", str(args.config)]
@@ -136,7 +161,36 @@ def run_fit(cmd: list[str], env: dict[str, str]) -> dict[str, float]:
         raise SystemExit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-3000:]}")
     match = FITTED.search(done.stderr)
     fit = float(match.group(2)) if match else float("nan")
-    return {"wall_seconds": round(wall, 2), "fit_seconds": fit}
+    out = {"wall_seconds": round(wall, 2), "fit_seconds": fit}
+    here = FORECAST_HERE.search(done.stderr)
+    if here:  # a design whose workers only fit: the forecasts came after, in this process
+        out["forecast_here_seconds"] = float(here.group(2))
+    out["fit_and_forecast_seconds"] = round(fit + out.get("forecast_here_seconds", 0.0), 2)
+    return out
+
+
+def parent_forecast_cli(argv: list[str]) -> None:
+    """``autogp fit`` (arguments ``argv``) as it ran before a panel's workers forecast beside
+    their fits: the workers only fit, then this process forecasts every series, timed and
+    reported on stderr. The same functions make the same forecast frames either way."""
+    from autogp.cli.main import app
+    from autogp.forecast.known_horizon import ForecastRequest
+
+    assemble = ForecastRequest.assemble
+
+    def no_work_after_fit(self: ForecastRequest) -> None:
+        return None
+
+    def all_here(self: ForecastRequest, model, done=None):  # noqa: ANN001, ANN202
+        started = time.perf_counter()
+        frame = assemble(self, model, {})
+        print(f"forecast {len(model.unique_ids)} series in this process in "
+              f"{time.perf_counter() - started:.2f} s", file=sys.stderr, flush=True)
+        return frame
+
+    ForecastRequest.after_fit = no_work_after_fit  # type: ignore[method-assign]
+    ForecastRequest.assemble = all_here  # type: ignore[method-assign]
+    app(argv, prog_name="autogp")
 
 
 def resume_experiment(data: Path, work: Path, env: dict[str, str], args: argparse.Namespace,
@@ -147,7 +201,7 @@ def resume_experiment(data: Path, work: Path, env: dict[str, str], args: argpars
 
     Half way is measured in time, not in series: with chunks handed out longest first,
     alternating with the shortest, half the series is not exactly half the work."""
-    import pickle
+    from autogp.pipeline.saveload import load_model
 
     folder = work / "resume"
     out = work / "resumed.csv"
@@ -155,9 +209,9 @@ def resume_experiment(data: Path, work: Path, env: dict[str, str], args: argpars
 
     def saved() -> int:
         count = 0
-        for p in folder.glob("chunk-*.pkl"):
+        for p in folder.glob("chunk-*.autogp"):
             try:
-                count += len(pickle.loads(p.read_bytes())["fits"])
+                count += len(load_model(p).fits)
             except Exception:  # noqa: BLE001 - a file being replaced
                 pass
         return count
@@ -291,6 +345,10 @@ def worker_phases(data: Path, env: dict[str, str], args: argparse.Namespace) -> 
 
 
 def main(argv: list[str] | None = None) -> dict:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--parent-forecast-cli"]:  # the process a parent-forecast design starts
+        parent_forecast_cli(argv[1:])
+        return {}
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="?", type=Path, help="long CSV: unique_id, ds, y[, split]")
     parser.add_argument("--limit", type=int, default=None, help="a stratified sample of N series")
@@ -306,6 +364,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--warm-limit", type=int, default=None,
                         help="warm the compile cache on a stratified sample of N series only "
                         "(series of every length bucket; a full-panel warm-up triples the time)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="run the designs in turn N times; each design's median run counts")
     parser.add_argument("--phases", action="store_true",
                         help="also profile one worker: compiling, compiled programs, the rest")
     parser.add_argument("--profile-worker", type=Path, default=None, help=argparse.SUPPRESS)
@@ -348,35 +408,57 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.cold:
             # Every shape the panel needs, compiled once by each kind of process: this one
             # (local1), the pool's (shared cache) and each Dask worker (its own cache).
-            kinds = [("local", 1)] if "local1" in designs else []
-            kinds += [("local", 2)] if ({"local2"} & set(designs) or not args.no_resume
-                                        or args.phases) else []
-            kinds += [("dask", 2)] if {"dask1", "dask2"} & set(designs) else []
+            # A design that forecasts here compiles the forecast's programs in this process.
+            kinds = [("local", 1, False)] if "local1" in designs else []
+            kinds += [("local", 2, False)] if ({"local2"} & set(designs) or not args.no_resume
+                                               or args.phases) else []
+            kinds += [("local", 2, True)] if PARENT_FORECAST & set(designs) else []
+            kinds += [("dask", 2, False)] if {"dask1", "dask2"} & set(designs) else []
             warm = data
             if args.warm_limit is not None and args.data is not None:
                 warm = work / "warm-panel.csv"
                 load_panel(args.data, args.warm_limit, seed=0).to_csv(warm, index=False)
-            for backend, workers in kinds:
-                run_fit(fit_command(warm, work / "warm-fc.csv", backend, workers, args), env)
+            for backend, workers, here in kinds:
+                run_fit(fit_command(warm, work / "warm-fc.csv", backend, workers, args,
+                                    parent_forecast=here), env)
         outputs = {}
-        for name in designs:
-            backend, workers = DESIGNS[name]
-            outputs[name] = work / f"{name}.csv"
-            timing = run_fit(fit_command(data, outputs[name], backend, workers, args), env)
-            # six significant figures: on a loaded machine throughput can drop below 0.01/s
-            timing["series_per_second"] = float(f"{n_series / timing['fit_seconds']:.6g}")
-            results["designs"][name] = timing
-            print(f"{name:7s} fit {timing['fit_seconds']:8.1f} s  "
-                  f"wall {timing['wall_seconds']:8.1f} s  "
-                  f"{timing['series_per_second']:.3f} series/s", flush=True)
-        fit = {k: v["fit_seconds"] for k, v in results["designs"].items()}
+        runs: dict[str, list[dict]] = {name: [] for name in designs}
+        for repeat in range(args.repeats):  # the designs in turn, so load drifts hit each
+            for name in designs:
+                backend, workers = DESIGNS[name]
+                outputs[name] = work / f"{name}.csv"
+                timing = run_fit(fit_command(data, outputs[name], backend, workers, args,
+                                             parent_forecast=name in PARENT_FORECAST), env)
+                # Series fitted and forecast per second (autogp's fit time holds the
+                # forecasts its workers make beside the fits; a parent-forecast design adds
+                # its own). Six significant figures: on a loaded machine throughput can drop
+                # below 0.01/s.
+                timing["series_per_second"] = float(
+                    f"{n_series / timing['fit_and_forecast_seconds']:.6g}")
+                runs[name].append(timing)
+                here = (f" + forecast here {timing['forecast_here_seconds']:.1f} s"
+                        if "forecast_here_seconds" in timing else "")
+                print(f"{name:9s} fit {timing['fit_seconds']:8.1f} s{here}  "
+                      f"wall {timing['wall_seconds']:8.1f} s  "
+                      f"{timing['series_per_second']:.3f} series/s"
+                      + (f"  (run {repeat + 1})" if args.repeats > 1 else ""), flush=True)
+        for name, timings in runs.items():  # the median run of each design
+            ordered = sorted(timings, key=lambda t: t["fit_and_forecast_seconds"])
+            results["designs"][name] = dict(ordered[len(ordered) // 2])
+            if len(timings) > 1:
+                results["designs"][name]["runs"] = timings
+        fit = {k: v["fit_and_forecast_seconds"] for k, v in results["designs"].items()}
+        wall = {k: v["wall_seconds"] for k, v in results["designs"].items()}
         ratios = {}
         for a, b in (("dask2", "local2"), ("local2", "local1"), ("dask2", "dask1")):
             if a in fit and b in fit:
                 ratios[f"{a}/{b} fit time"] = round(fit[a] / fit[b], 3)
-        for a, b in (("local1", "local2"), ("dask1", "dask2")):
+        for a, b in (("local1", "local2"), ("dask1", "dask2"), ("local2pfc", "local2")):
             if a in fit and b in fit:
                 ratios[f"speed-up {b} over {a}"] = round(fit[a] / fit[b], 3)
+        if "local2pfc" in wall and "local2" in wall:
+            ratios["speed-up local2 over local2pfc, wall"] = round(
+                wall["local2pfc"] / wall["local2"], 3)
         results["ratios"] = ratios
         results["forecasts"] = compare(outputs)
         if args.keep is not None and outputs:

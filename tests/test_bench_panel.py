@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +38,22 @@ def test_compare_reports_byte_identity_and_the_in_process_difference(tmp_path):
     expected = abs(float(pd.read_csv(paths["local1"])["AutoGP-lo-80"][1]) - 15.0) / 15.0
     assert out["local1_max_relative_difference"] == pytest.approx(expected, rel=1e-6)
     base.assign(AutoGP=[10.0, 21.0]).to_csv(paths["dask2"], index=False)
-    assert bench.compare(paths)["worker_designs_byte_identical"] is False
+    out = bench.compare(paths)
+    assert out["worker_designs_byte_identical"] is False
+    assert out["worker_designs_max_relative_difference"] == pytest.approx(1 / 20)  # vs local2
+
+
+def test_run_fit_reads_the_fit_time_and_a_forecast_made_after_it():
+    bench = _script()
+    lines = ["fitted 4 series (64 observations, 2 particles) in 3.5 s, 1.0 s of it compiling",
+             "forecast 4 series in this process in 1.25 s"]
+    code = "import sys; sys.stderr.write(" + repr("\n".join(lines) + "\n") + ")"
+    timing = bench.run_fit([sys.executable, "-c", code], dict(os.environ))
+    assert timing["fit_seconds"] == 3.5 and timing["forecast_here_seconds"] == 1.25
+    assert timing["fit_and_forecast_seconds"] == 4.75
+    code = "import sys; sys.stderr.write(" + repr(lines[0] + "\n") + ")"
+    timing = bench.run_fit([sys.executable, "-c", code], dict(os.environ))
+    assert "forecast_here_seconds" not in timing and timing["fit_and_forecast_seconds"] == 3.5
 
 
 def test_tiny_panel_has_four_series_of_one_length():
@@ -50,13 +67,19 @@ def test_tiny_panel_has_four_series_of_one_length():
 @pytest.mark.slow
 def test_bench_runs_end_to_end_on_the_tiny_panel(tmp_path):
     out = tmp_path / "bench.json"
-    _script().main(["--tiny", "--designs", "local1", "--cold", "--no-resume", "--phases",
-                    "--json", str(out)])
+    _script().main(["--tiny", "--designs", "local1,local2pfc", "--cold", "--no-resume",
+                    "--phases", "--json", str(out)])
     result = json.loads(out.read_text())
-    assert result["series"] == 4 and set(result["designs"]) == {"local1"}
+    assert result["series"] == 4 and set(result["designs"]) == {"local1", "local2pfc"}
     timing = result["designs"]["local1"]
     assert 0 < timing["fit_seconds"] <= timing["wall_seconds"]
     assert timing["series_per_second"] == pytest.approx(4 / timing["fit_seconds"], rel=1e-3)
+    # the design that forecasts after its workers reports that time apart, within its wall
+    parent = result["designs"]["local2pfc"]
+    assert 0 < parent["forecast_here_seconds"]
+    assert parent["fit_and_forecast_seconds"] == pytest.approx(
+        parent["fit_seconds"] + parent["forecast_here_seconds"], abs=0.011)
+    assert parent["fit_and_forecast_seconds"] <= parent["wall_seconds"]
     # one worker's profile: every series runs each of its rounds (2 in the tiny settings)
     # through the round program once, and the three parts add up to the fit's time
     phases = result["worker_phases"]

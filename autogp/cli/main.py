@@ -320,6 +320,7 @@ def fit(
     quiet: QuietOption = False,
 ) -> None:
     """Fit a model to a series (or a panel: a unique_id column, or --id-col) and forecast it."""
+    from autogp.forecast.known_horizon import ForecastRequest
     from autogp.forecast.model import AutoGP
     from autogp.forecast.reading import read_panel
 
@@ -350,12 +351,19 @@ def fit(
     if fit_only:
         check_fit_only(output=output, plot=plot, level=level, quantile=quantile, latent=latent,
                        save=save, explain=explain, components=components)
+    future_df = read_future(future, time_col, id_col, model.config)
+    request = None
+    if not fit_only:  # known before the fit: a panel's workers forecast beside their fits
+        levels = _levels(level, model.config.forecast.levels) if not quantile or level else []
+        request = ForecastRequest(model.config.forecast.horizon, level=tuple(levels),
+                                  quantiles=tuple(quantile) if quantile else None,
+                                  include_noise=False if latent else None, X_df=future_df)
     started = time.perf_counter()
     with stop_on_sigterm(), unfitted_series_reported_once():
         model.fit(data, time_col=time_col, target_col=target_col, id_col=id_col,
-                  noise_col=noise_col, resume=resume)
+                  noise_col=noise_col, resume=resume,
+                  after_fit=request.after_fit() if request is not None else None)
     report_unfitted(err, model.errors)
-    future_df = read_future(future, time_col, id_col, model.config)
     if not quiet:
         n = sum(model.series(u).n for u in model.unique_ids)
         _note(
@@ -364,15 +372,8 @@ def fit(
             f"{model.config.smc.num_particles} particles) in "
             f"{fit_time(time.perf_counter() - started, model.compile_seconds)}",
         )
-    if not fit_only:
-        levels = _levels(level, model.config.forecast.levels) if not quantile or level else []
-        forecast = model.predict(
-            model.config.forecast.horizon,
-            level=levels,
-            quantiles=quantile or None,
-            include_noise=False if latent else None,
-            X_df=future_df,
-        )
+    if request is not None:
+        forecast = request.assemble(model)
     if explain:
         print_explanation(err, model, top=5)
     if save is not None:

@@ -39,10 +39,14 @@ from autogp.experiments.comparison import baselines_from_file, baselines_on_spli
 from autogp.experiments.published import read_reference
 from autogp.experiments.report import machine_description, print_summary, write_outputs
 from autogp.experiments.sampling import stratified_sample
-from autogp.experiments.series_scores import SUPPORTED_METRICS, forecast_and_score_chunk
+from autogp.experiments.series_scores import (
+    SUPPORTED_METRICS,
+    forecast_and_score_chunk,
+    forecast_and_score_fit,
+)
 from autogp.forecast.metrics import seasonality
 from autogp.forecast.model import AutoGP
-from autogp.parallel import map_chunks, read_series_tolerant, resolve_workers
+from autogp.parallel import AfterFit, map_chunks, read_series_tolerant, resolve_workers
 
 
 def resolve_data_path(config: Config, config_path: Path) -> Path:
@@ -144,9 +148,13 @@ def series_reader(config: Config) -> Callable[[Any], list[TimeSeries]]:
 def forecast_and_score_all(
     items: list[tuple[Any, TimeSeries, TimeSeries | None]], config: Config
 ) -> list[tuple[pd.DataFrame, dict[str, Any] | None]]:
-    """Forecast and score every fitted series (panel order kept), on as many worker processes
-    as the fit used: the predictive programs and the mixture CRPS cost about a tenth of a fit
-    per series, too much to leave on one core for a panel of thousands."""
+    """Forecast and score fitted series (panel order kept), on as many worker processes as
+    the fit used: the predictive programs and the mixture CRPS cost about a third of a fit
+    per series with the default settings, too much to leave on one core for a panel of
+    thousands. (A run's fit workers do this beside each fit: this is for the series whose
+    forecast did not come back with its fit.)"""
+    if not items:
+        return []
     workers = min(resolve_workers(config.smc.workers), max(1, len(items) // 8))
     settings = config.to_dict()
     if workers <= 1:
@@ -212,9 +220,11 @@ def run_single_experiment(
         )
     started = time.perf_counter()
     resume_dir = Path(config.output.dir) / "resume" if resume else None
+    # Each worker forecasts and scores its series right after fitting them.
+    after = AfterFit(forecast_and_score_fit, {t.unique_id: (t, h) for t, h in pairs})
     model = AutoGP(config, progress=not quiet).fit([train for train, _ in pairs],
-                                                    resume=resume_dir)
-    fit_seconds = time.perf_counter() - started
+                                                    resume=resume_dir, after_fit=after)
+    fit_seconds = time.perf_counter() - started  # with the workers' forecasts and scores
     errors = {**read_errors, **model.errors}
     if errors:  # shown even under --quiet: these series are missing from the outputs
         for uid, message in errors.items():
@@ -224,8 +234,12 @@ def run_single_experiment(
                   markup=False)
     levels = sorted(set(config.forecast.levels))
     items = [(model.fits[t.unique_id], t, h) for t, h in pairs if t.unique_id in model.fits]
+    done = model.after_fit_results
+    rest = iter(forecast_and_score_all([i for i in items if i[1].unique_id not in done], config))
     frames, rows = [], []
-    for fc, row in forecast_and_score_all(items, config):
+    for _, train, _ in items:
+        result = done.get(train.unique_id)
+        fc, row = result.result() if result is not None else next(rest)
         frames.append(fc)
         if row is not None:
             rows.append(row)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from autogp.config import Config
 from autogp.data import TimeSeries
 from autogp.experiments.scoring import boxcox_mixture_crps, mixture_crps
 from autogp.forecast.columns import MODEL_NAME, interval_columns, level_label
@@ -92,6 +93,16 @@ def forecast_and_score(
     return fc, row
 
 
+def forecast_and_score_fit(
+    fit: Posterior, config: Config, parts: tuple[TimeSeries, TimeSeries | None]
+) -> tuple[pd.DataFrame, dict[str, Any] | None]:
+    """:func:`forecast_and_score` of one fit, done by the worker that made it right after
+    fitting (an :class:`~autogp.parallel.work.AfterFit`; ``parts``: the training and held-out
+    parts of its series)."""
+    train, test = parts
+    return forecast_and_score(AutoGP.from_fits([fit], config, progress=False), train, test)
+
+
 def forecast_and_score_chunk(
     items: Sequence[tuple[Posterior, TimeSeries, TimeSeries | None]], config: Mapping[str, Any]
 ) -> list[tuple[pd.DataFrame, dict[str, Any] | None]]:
@@ -105,6 +116,7 @@ __all__ = [
     "SUPPORTED_METRICS",
     "forecast_and_score",
     "forecast_and_score_chunk",
+    "forecast_and_score_fit",
     "scaled_mixture_crps",
     "score_series",
 ]

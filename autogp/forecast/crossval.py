@@ -7,7 +7,8 @@ its ``L`` stamps, so the last window ends at the last stamp. ``cutoff`` is the l
 window's training data; the training data are the observations up to and including it.
 
 ``refit=True``: every (series, cutoff) is its own fit. All of them run as one panel through
-:func:`autogp.parallel.fit_panel` (local process pool or Dask, resumable), each window's
+:func:`autogp.parallel.fit_panel` (local process pool or Dask, resumable; each window is
+forecast by the worker that fits it, right after the fit), each window's
 random key being the one a fit of its series alone would get (the seed and, for a panel, the
 series id: :attr:`TimeSeries.key_id`). A window's forecast therefore equals
 ``AutoGP(seed=...).fit(data truncated at the cutoff).predict(h)``.
@@ -26,6 +27,7 @@ a :class:`DataError` naming the series and the cutoff, before anything is fitted
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +43,7 @@ from autogp.forecast.columns import MODEL_NAME
 from autogp.forecast.prediction import predict_frame
 from autogp.inference.posterior import Posterior
 from autogp.parallel.panel import fit_panel
+from autogp.parallel.work import AfterFit
 
 CV_KEYS = ("unique_id", "ds", "cutoff", "y")
 
@@ -216,6 +219,15 @@ def known_covariates(series: TimeSeries) -> pd.DataFrame | None:
     return series.covariates.assign(ds=series.ds)
 
 
+def window_forecast(fit: Posterior, config: Config,
+                    where: tuple[int | pd.Index, pd.DataFrame | None],
+                    level: Sequence[float] | None = None) -> pd.DataFrame:
+    """A window's forecast frame from its fit (``where``: the window's horizon and its
+    series' own covariates)."""
+    horizon, covariates = where
+    return predict_frame([fit], config, horizon, level=level, X_df=covariates)
+
+
 def cross_validation(
     all_series: Sequence[TimeSeries],
     config: Config,
@@ -257,8 +269,13 @@ def cross_validation(
     for w in windows:
         first.setdefault(w.unique_id, w)
     fitted = windows if refit else list(first.values())
+    known = {s.unique_id: known_covariates(s) for s in all_series}
+    # A refitted window's forecast is made by the worker that fits it, right after the fit.
+    after = AfterFit(functools.partial(window_forecast, level=level),
+                     {w.name: (w.horizon, known[w.unique_id]) for w in windows}) if refit else None
     result = fit_panel(config, [w.train for w in fitted], panel=panel, backend=backend,
-                       scheduler=scheduler, client=client, resume=resume, progress=progress)
+                       scheduler=scheduler, client=client, resume=resume, progress=progress,
+                       after=after)
     if result.errors and not panel:
         name, message = next(iter(result.errors.items()))
         raise DataError(f"{name}: {message}")
@@ -280,8 +297,9 @@ def cross_validation(
                 continue
         if fit is None:
             continue
-        fc = predict_frame([fit], config, w.horizon, level=level,
-                           X_df=known_covariates(by_series[w.unique_id]))
+        done = result.after.get(w.name) if refit else None
+        fc = (done.result() if done is not None
+              else window_forecast(fit, config, (w.horizon, known[w.unique_id]), level=level))
         fc.insert(2, "cutoff", w.cutoff)
         fc.insert(3, "y", w.y_test)
         fc["unique_id"] = w.unique_id
@@ -300,4 +318,4 @@ def cross_validation(
 
 __all__ = ["CV_KEYS", "MODEL_NAME", "Window", "condition_on", "cross_validation",
            "known_covariates", "series_windows", "stamp_text", "stamps_of", "window_covariates",
-           "window_name"]
+           "window_forecast", "window_name"]

@@ -42,6 +42,7 @@ from autogp.forecast.update import update_groups, update_posterior
 from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel
 from autogp.parallel.panel import fit_panel
+from autogp.parallel.work import AfterFit
 from autogp.pipeline import saveload
 from autogp.pipeline.fitting import posterior_from_kernels
 
@@ -99,6 +100,8 @@ class AutoGP(RevisedData):
         self.errors: dict[str, str] = {}
         # Seconds the last fit spent compiling (summed over worker processes).
         self.compile_seconds = 0.0
+        # The last fit's after_fit results by series id (AfterFitResult).
+        self.after_fit_results: dict[str, Any] = {}
 
     # -- basics -------------------------------------------------------------------------------
     @property
@@ -171,6 +174,7 @@ class AutoGP(RevisedData):
         client: Any = None,
         resume: str | Path | None = None,
         on_chunk: Callable[[list[str]], None] | None = None,
+        after_fit: AfterFit | None = None,
     ) -> AutoGP:
         """Fit the model to one series or a panel.
 
@@ -194,6 +198,9 @@ class AutoGP(RevisedData):
                 series already there (from an interrupted run with the same settings) are
                 loaded instead of fitted again.
             on_chunk: called with the ids of each chunk once it is finished (and saved).
+            after_fit: work on each fit done by the worker that made it, right after it (a
+                forecast decided before the fit: :mod:`autogp.forecast.known_horizon`); its
+                results by series id in :attr:`after_fit_results`.
 
         Each series gets its own random key derived from the seed and its id, so a series' fit
         does not depend on the other series, the backend or the workers. In a panel, a series
@@ -215,8 +222,10 @@ class AutoGP(RevisedData):
             on_chunk=on_chunk,
             progress=show,
             notes=self.progress is not False,
+            after=after_fit,
         )
         self.compile_seconds = result.compile_seconds
+        self.after_fit_results = result.after
         errors = {**read_errors, **result.errors}
         order = [s.unique_id for s in all_series]
         self._fits = {u: result.fits[u] for u in order if u in result.fits}

@@ -9,7 +9,10 @@ from autogp.parallel.progress import progress_bar
 from autogp.parallel.resume import ResumeStore
 from autogp.parallel.work import (
     SINGLE_THREAD_ENV,
+    AfterFit,
+    AfterFitResult,
     SeriesError,
+    chunk_ids,
     chunk_series,
     fit_chunk,
     fit_series,
@@ -18,10 +21,13 @@ from autogp.parallel.work import (
 
 __all__ = [
     "BACKENDS",
+    "AfterFit",
+    "AfterFitResult",
     "SINGLE_THREAD_ENV",
     "PanelFit",
     "ResumeStore",
     "SeriesError",
+    "chunk_ids",
     "chunk_series",
     "dask_to_pandas",
     "fit_chunk",

@@ -25,6 +25,8 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from autogp.config import ConfigError
 from autogp.data import TimeSeries
 from autogp.parallel.work import (
+    AfterFit,
+    chunk_ids,
     compilation_cache_root,
     fit_chunk,
     quiet_xla_logs,
@@ -104,9 +106,11 @@ def run_dask(
     scheduler: str | None = None,
     client: Any = None,
     retries: int = 3,
+    after: AfterFit | None = None,
 ) -> Iterator[tuple[int, list[Any]]]:
     """Run :func:`~autogp.parallel.work.fit_chunk` for every chunk on a Dask cluster and yield
-    ``(chunk index, results)`` as chunks finish.
+    ``(chunk index, results)`` as chunks finish (``after``: the work each fit is followed by;
+    each task carries its own series' part of it).
 
     ``client``: a ``dask.distributed.Client`` to use (left open); otherwise one is made for
     ``scheduler`` (an address such as ``tcp://host:8786``) or for a new ``LocalCluster`` of
@@ -130,10 +134,11 @@ def run_dask(
             own.insert(0, client)
         client.register_plugin(AutoGPWorkerSetup(), name=AutoGPWorkerSetup.name)
         run = uuid.uuid4().hex[:12]
+        extra = ([] if after is None else [after.of(chunk_ids(c))] for c in chunks)
         futures = {
-            client.submit(fit_chunk, list(chunk), dict(config), panel, retries=retries,
+            client.submit(fit_chunk, list(chunk), dict(config), panel, *more, retries=retries,
                           key=f"autogp-chunk-{run}-{i}", pure=False): i
-            for i, chunk in enumerate(chunks)
+            for i, (chunk, more) in enumerate(zip(chunks, extra, strict=True))
         }
         try:
             for future in distributed.as_completed(list(futures)):

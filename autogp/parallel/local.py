@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from autogp.data import TimeSeries
-from autogp.parallel.work import fit_chunk, quiet_xla_logs, single_thread_env
+from autogp.inference.posterior import Posterior
+from autogp.parallel.work import AfterFit, chunk_ids, fit_chunk, quiet_xla_logs, single_thread_env
 
 
 def map_chunks(
@@ -50,16 +51,28 @@ def map_chunks(
 
 
 def run_local(
-    chunks: Sequence[Sequence[TimeSeries]],
+    chunks: Sequence[Sequence[TimeSeries | Posterior]],
     config: Mapping[str, Any],
     *,
     panel: bool,
     workers: int,
+    after: AfterFit | None = None,
 ) -> Iterator[tuple[int, list[Any]]]:
     """Run :func:`~autogp.parallel.work.fit_chunk` for every chunk in ``workers`` spawned processes
-    (:func:`map_chunks`) and yield ``(chunk index, results)`` as chunks finish."""
-    yield from map_chunks(fit_chunk, [list(c) for c in chunks], dict(config), panel,
-                          workers=workers)
+    (:func:`map_chunks`) and yield ``(chunk index, results)`` as chunks finish; ``after``: the
+    work each fit is followed by (each task carries its own series' part of it)."""
+    if after is None:
+        yield from map_chunks(fit_chunk, [list(c) for c in chunks], dict(config), panel,
+                              workers=workers)
+        return
+    tasks = [(list(c), after.of(chunk_ids(c))) for c in chunks]
+    yield from map_chunks(_fit_task, tasks, dict(config), panel, workers=workers)
+
+
+def _fit_task(task: tuple[list[TimeSeries | Posterior], AfterFit], config: Mapping[str, Any],
+              panel: bool) -> list[Any]:
+    chunk, after = task
+    return fit_chunk(chunk, config, panel, after)
 
 
 __all__ = ["map_chunks", "run_local"]

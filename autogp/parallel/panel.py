@@ -27,7 +27,15 @@ from autogp.inference.posterior import Posterior
 from autogp.parallel.local import run_local
 from autogp.parallel.progress import CompilePhase, progress_bar
 from autogp.parallel.resume import ResumeStore
-from autogp.parallel.work import SeriesError, chunk_series, error_message, fit_series
+from autogp.parallel.work import (
+    AfterFit,
+    AfterFitResult,
+    ChunkFits,
+    SeriesError,
+    chunk_series,
+    error_message,
+    fit_series,
+)
 
 BACKENDS = ("local", "dask")
 
@@ -35,14 +43,16 @@ BACKENDS = ("local", "dask")
 @dataclass
 class PanelFit:
     """The outcome of :func:`fit_panel`: fits and error messages by series id, the ids
-    loaded from the resume folder instead of being fitted, and the seconds spent compiling
+    loaded from the resume folder instead of being fitted, the seconds spent compiling
     (:func:`autogp.inference.exported.compile_seconds`; summed over worker processes, which
-    compile at the same time)."""
+    compile at the same time) and the results of the ``after`` work by series id (missing
+    for a series whose work raised)."""
 
     fits: dict[str, Posterior] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     resumed: list[str] = field(default_factory=list)
     compile_seconds: float = 0.0
+    after: dict[str, AfterFitResult] = field(default_factory=dict)
 
 
 def resolve_workers(configured: int) -> int:
@@ -68,6 +78,7 @@ def fit_panel(
     on_chunk: Callable[[list[str]], None] | None = None,
     progress: bool = False,
     notes: bool | None = None,
+    after: AfterFit | None = None,
 ) -> PanelFit:
     """Fit every series of ``all_series`` under ``config``.
 
@@ -83,6 +94,9 @@ def fit_panel(
         progress: a progress bar on stderr.
         notes: show a first run's compilation as its own phase (:class:`CompilePhase`: in the
             bar, or as lines on stderr without one); default ``progress``.
+        after: work done on each fit where it was made, right after it (a forecast: see
+            :class:`~autogp.parallel.work.AfterFit`); the fits loaded from ``resume`` get it
+            too, on the same workers. Results in :attr:`PanelFit.after`.
 
     In a panel a series that fails is recorded in ``errors`` and the others are fitted; a
     single series' error is raised. Ctrl-C stops the run after saving nothing half-done.
@@ -103,6 +117,9 @@ def fit_panel(
         out.fits = store.load(all_series)
         out.resumed = [s.unique_id for s in all_series if s.unique_id in out.fits]
     todo = [s for s in all_series if s.unique_id not in out.fits]
+    # Loaded fits get the after-fit work where new fits get it, so a resumed run's results
+    # come from the same kind of process as an uninterrupted run's.
+    loaded = list(out.fits.values()) if after is not None else []
 
     started = time.perf_counter()
     with progress_bar(progress) as bar:
@@ -112,6 +129,9 @@ def fit_panel(
 
         def finish(results: list[Posterior | SeriesError]) -> None:
             out.compile_seconds += getattr(results, "compile_seconds", 0.0)
+            out.after.update(getattr(results, "after", {}))
+            if not results:
+                return  # a chunk of loaded fits that only got the after-fit work
             fits = [r for r in results if isinstance(r, Posterior)]
             if store is not None:
                 store.save(fits, inputs)
@@ -125,23 +145,30 @@ def fit_panel(
             if on_chunk is not None:
                 on_chunk([r.unique_id for r in results])
 
-        if not todo:
+        if not todo and not loaded:
             pass  # everything was loaded from the resume folder
-        elif backend == "local" and min(workers, len(todo)) <= 1:
+        elif backend == "local" and min(workers, len(todo) + len(loaded)) <= 1:
             before = exported.compile_seconds()
             with exported.on_compiling(phase):
-                _fit_here(todo, config, panel, bar, finish)
+                _fit_here(todo, config, panel, bar, finish, after)
+                for fit in loaded:
+                    worked = after.run(fit, config)  # type: ignore[union-attr]
+                    if worked is not None:
+                        out.after[fit.unique_id] = worked
             out.compile_seconds = exported.compile_seconds() - before
         else:
             if exported.cache_is_cold(exported.directory()):
                 phase.in_workers(None if exported.directory() is None
                                  else exported.directory().parent)
-            chunks = chunk_series(todo, workers)
+            chunks: list[list[Any]] = chunk_series(todo, workers)
+            size = max(1, min(8, len(loaded) // (4 * workers)))
+            chunks += [loaded[i : i + size] for i in range(0, len(loaded), size)]
+            extra = {} if after is None else {"after": after}
             if backend == "local":
-                done = run_local(chunks, config_dict, panel=panel, workers=workers)
+                done = run_local(chunks, config_dict, panel=panel, workers=workers, **extra)
             else:
                 done = _dask_runner()(chunks, config_dict, panel=panel, workers=workers,
-                                      scheduler=scheduler, client=client)
+                                      scheduler=scheduler, client=client, **extra)
             for _, results in done:
                 finish(results)
         phase.finish(time.perf_counter() - started, out.compile_seconds)
@@ -164,12 +191,14 @@ def _fit_here(
     panel: bool,
     bar: Any,
     finish: Callable[[list[Posterior | SeriesError]], None],
+    after: AfterFit | None = None,
 ) -> None:
     """Fit in this process, in panel order, with a bar for each series' SMC rounds; chunks
-    of up to 8 series are handed to ``finish`` (and so saved) as they complete."""
+    of up to 8 series are handed to ``finish`` (and so saved) as they complete. ``after``:
+    the work each fit is followed by."""
     size = max(1, min(8, len(todo) // 4))
     for start in range(0, len(todo), size):
-        results: list[Posterior | SeriesError] = []
+        results = ChunkFits()
         for series in todo[start : start + size]:
             rounds = bar.add_task(f"{series.unique_id}: SMC rounds", total=None)
 
@@ -182,6 +211,10 @@ def _fit_here(
                 if not panel:
                     raise
                 results.append(SeriesError(series.unique_id, error_message(exc)))
+            if after is not None and isinstance(results[-1], Posterior):
+                done = after.run(results[-1], config)
+                if done is not None:
+                    results.after[results[-1].unique_id] = done
             if panel:
                 bar.remove_task(rounds)
         finish(results)

@@ -8,8 +8,9 @@ its fit does not depend on how the panel is partitioned, in which order or on wh
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+import warnings
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from autogp._x64 import x64
@@ -116,28 +117,96 @@ def fit_series(
         return fit_series_posterior(series, _as_config(config), panel=panel, callback=callback)
 
 
+@dataclass(frozen=True)
+class AfterFitResult:
+    """What :class:`AfterFit` gave for one series where it ran, and the warnings it raised
+    there (category and text), to be raised again where the result is used."""
+
+    value: Any
+    warnings: tuple[tuple[type[Warning], str], ...] = ()
+
+    def result(self) -> Any:
+        """The value, after raising this process's copy of the warnings that came with it."""
+        for category, text in self.warnings:
+            warnings.warn(text, category, stacklevel=2)
+        return self.value
+
+
+@dataclass(frozen=True)
+class AfterFit:
+    """Work on each series' fit done where the fit was made, right after it, and sent back
+    with it: a forecast whose horizon is known before fitting, its scores. A panel's workers
+    then share that work, instead of leaving it to the calling process after the fit.
+
+    ``fn(fit, config, extra)`` must be a picklable module-level function (or object) whose
+    result pickles; ``extra`` is the series' entry of ``per_series`` (None without one). A
+    call that raises gives no result for its series: the caller does that series' work itself
+    and meets the error there, where it is reported as if nothing had run elsewhere.
+    """
+
+    fn: Callable[[Posterior, Config, Any], Any]
+    per_series: Mapping[str, Any] = field(default_factory=dict)
+
+    def of(self, ids: Iterable[str]) -> AfterFit:
+        """The same work with only the entries of ``ids`` (what one chunk's task carries)."""
+        return AfterFit(self.fn, {u: self.per_series[u] for u in ids if u in self.per_series})
+
+    def run(self, fit: Posterior, config: Config) -> AfterFitResult | None:
+        """``fn`` on one fit (in float64), with its warnings; None when it raises."""
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                with x64():
+                    value = self.fn(fit, config, self.per_series.get(fit.unique_id))
+            except Exception:  # noqa: BLE001 - the caller redoes it and meets the error
+                return None
+        return AfterFitResult(value, tuple((w.category, str(w.message)) for w in seen))
+
+
 class ChunkFits(list):
-    """The fits (and errors) of a chunk, in its order, and the seconds the worker spent
-    compiling for them (``compile_seconds``)."""
+    """The fits (and errors) of a chunk, in its order, the seconds the worker spent compiling
+    for them (``compile_seconds``) and the results of :class:`AfterFit` by series id
+    (``after``)."""
 
     compile_seconds: float = 0.0
 
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.after: dict[str, AfterFitResult] = {}
+
 
 def fit_chunk(
-    chunk: Sequence[TimeSeries], config: Mapping[str, Any], panel: bool = True
+    chunk: Sequence[TimeSeries | Posterior],
+    config: Mapping[str, Any],
+    panel: bool = True,
+    after: AfterFit | None = None,
 ) -> ChunkFits:
     """Fit ``chunk`` one series after another; a series that fails gives a :class:`SeriesError`
-    (its id and the message) and the others are still fitted."""
+    (its id and the message) and the others are still fitted. With ``after``, each fit is
+    followed by that work (:class:`AfterFit`); a fit in the chunk (one loaded from a resume
+    folder) only gets that work and is not returned among the fits."""
     cfg = _as_config(config)
     out = ChunkFits()
     before = exported.compile_seconds()
-    for series in chunk:
-        try:
-            out.append(fit_series(series, cfg, panel=panel))
-        except Exception as exc:  # noqa: BLE001 - one bad series must not stop the panel
-            out.append(SeriesError(series.unique_id, error_message(exc)))
+    for item in chunk:
+        fit: Posterior | None = item if isinstance(item, Posterior) else None
+        if fit is None:
+            try:
+                fit = fit_series(item, cfg, panel=panel)
+                out.append(fit)
+            except Exception as exc:  # noqa: BLE001 - one bad series must not stop the panel
+                out.append(SeriesError(item.unique_id, error_message(exc)))
+        if fit is not None and after is not None:
+            done = after.run(fit, cfg)
+            if done is not None:
+                out.after[fit.unique_id] = done
     out.compile_seconds = exported.compile_seconds() - before
     return out
+
+
+def chunk_ids(chunk: Iterable[TimeSeries | Posterior]) -> list[str]:
+    """The series ids of a chunk of series (or of fits)."""
+    return [item.unique_id for item in chunk]
 
 
 def chunk_series(series: Sequence[TimeSeries], workers: int) -> list[list[TimeSeries]]:
@@ -166,12 +235,15 @@ def chunk_series(series: Sequence[TimeSeries], workers: int) -> list[list[TimeSe
 
 
 __all__ = [
+    "AfterFit",
+    "AfterFitResult",
     "QUIET_XLA_ENV",
     "SINGLE_THREAD_ENV",
     "ChunkFits",
     "quiet_xla_logs",
     "single_thread_env",
     "SeriesError",
+    "chunk_ids",
     "chunk_series",
     "error_message",
     "fit_chunk",
