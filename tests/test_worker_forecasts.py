@@ -4,9 +4,9 @@ autogp.forecast.known_horizon) are the forecasts the calling process makes from 
 The plumbing tests use test_forecast's stand-in engine in this process; the end-to-end tests
 fit a tiny panel (2 particles, 2 rounds, three 15-16 point series) in two worker processes and
 compare bit for bit with the parent's ``predict`` of the same fits, uninterrupted and resumed,
-through the API and the command line. (On series this short the parent's multi-threaded XLA
-gives the workers' bits; on longer ones the two can differ in the last digits, which
-scripts/bench_panel.py reports.)
+through the API and the command line. (tests/test_parallel.py checks, on a series where
+XLA's default multi-threaded products would round differently, that autogp's programs give
+the workers' bits in the calling process.)
 """
 
 from __future__ import annotations

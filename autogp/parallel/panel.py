@@ -5,10 +5,9 @@ in a resume folder, cuts the others into chunks of similar length, runs the chun
 ``local`` backend (this process, or ``smc.workers`` spawned processes) or on ``dask`` (a
 ``dask.distributed`` cluster), saves each finished chunk, and returns the fits and errors by
 series id. Since each series' key comes from the seed and its id, a series gets the same fit
-with any partitioning, number of workers or resume. Worker processes of one kind give the same
-bits; between this process (XLA multi-threaded), pool workers and Dask workers the forecasts
-can differ in the last digits (about 1e-14 relative was seen on a benchmark panel between pool
-and Dask workers; the cause is not known yet).
+with any partitioning, number of workers or resume, and the same bits in this process, a pool
+worker or a Dask worker (``autogp._xla``: autogp's programs are compiled with the workers'
+single-threaded matrix products everywhere).
 """
 
 from __future__ import annotations
