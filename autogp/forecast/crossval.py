@@ -37,6 +37,7 @@ from scipy.special import logsumexp
 
 from autogp.config import Config, engine_settings
 from autogp.data import MIN_POINTS, AutoGPDataWarning, DataError, TimeSeries
+from autogp.data.lags import is_lagged, lag_sources, look_up, rebuilt_history
 from autogp.forecast.columns import MODEL_NAME
 from autogp.forecast.prediction import predict_frame
 from autogp.inference.posterior import Posterior
@@ -208,12 +209,20 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
     )
 
 
-def known_covariates(series: TimeSeries) -> pd.DataFrame | None:
+def known_covariates(series: TimeSeries, lags: Sequence[int] = (0,)) -> pd.DataFrame | None:
     """The series' own covariates as ``X_df`` (``ds`` and the columns): cross-validation takes
-    a window's future covariates from the frame itself."""
+    a window's future covariates from the frame itself. With lagged copies
+    (``data.covariate_lags``) it gives the covariates' history that the columns hold."""
     if series.covariates is None:
         return None
-    return series.covariates.assign(ds=series.ds)
+    if not is_lagged(lags):
+        return series.covariates.assign(ds=series.ds)
+    names = list(series.covariates.columns)
+    history = rebuilt_history(lag_sources(names, lags), series.covariates.to_numpy(),
+                              series.t, series.axis)
+    times = np.unique(np.concatenate([t for t, _ in history.values()]))
+    frame = pd.DataFrame({base: look_up(t, v, times) for base, (t, v) in history.items()})
+    return frame.assign(ds=series.axis.to_ds(times))
 
 
 def cross_validation(
@@ -281,7 +290,8 @@ def cross_validation(
         if fit is None:
             continue
         fc = predict_frame([fit], config, w.horizon, level=level,
-                           X_df=known_covariates(by_series[w.unique_id]))
+                           X_df=known_covariates(by_series[w.unique_id],
+                                                 config.data.covariate_lags))
         fc.insert(2, "cutoff", w.cutoff)
         fc.insert(3, "y", w.y_test)
         fc["unique_id"] = w.unique_id
