@@ -47,7 +47,11 @@ def test_tiny_run_scores_every_model_as_numpy_does(tmp_path):
     frame = pd.read_csv(DATA / "insurance.csv")
     y = frame.loc[frame["split"] == "test", "y"].to_numpy()
     y_train = frame.loc[frame["split"] == "train", "y"].to_numpy()
-    labels = ["autogp+X", "autogp"]
+    labels = ["autogp+X", "autogp+X lags 0,1", "autogp"]
+    # The lags are chosen on the training rows: the candidate with the lowest CV MASE.
+    choice = row["lag choice"]["0"]
+    assert choice["label"] in labels and choice["cv_mase"][choice["label"]] == min(
+        choice["cv_mase"].values())
     scored = [row[label]["0"] for label in labels]
     if "statsforecast" not in row:  # statsforecast is in the test extra
         scored += [row[label] for label in ("AutoARIMA+X", "AutoARIMA", "AutoETS")]

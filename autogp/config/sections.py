@@ -48,6 +48,15 @@ class DataConfig:
         kind="choice",
         choices=("mean", "recent"),
     )
+    covariate_lags: tuple[int, ...] = setting(
+        (0,),
+        "lags (steps of the series' grid) at which each covariate enters the model: [0] the "
+        "covariate at the same time; [0, 1] also a copy one step back, named <column>_lag1 "
+        "(distributed lags: y responds to this and last period's covariate). Training rows "
+        "whose lags reach before the covariates' first row are left out of the fit (with a "
+        "warning); 0 must be among them",
+        kind="list", item=Spec("int", "", lo=0, hi=10_000),
+    )
     strict: bool = setting(False, "missing/non-finite values are errors, not dropped")
     aggregate: str | None = setting(
         None,
@@ -135,6 +144,15 @@ class DataConfig:
                 f"{self.transform!r}; set only one of them",
                 key=f"{prefix}.log_transform",
             )
+        lags = list(self.covariate_lags)
+        if 0 not in lags or len(set(lags)) < len(lags):
+            # With lag 0 the training rows hold each covariate's history up to the last row,
+            # which the first forecast steps' lags read; the SMC leaves it out where it does
+            # not help.
+            raise ConfigError(
+                f"{prefix}.covariate_lags = {lags}: give each lag once, 0 among them ([0]: the "
+                "covariates at the same time only; [0, 1]: and one step back)",
+                key=f"{prefix}.covariate_lags")
         if self.boxcox_lambda is not None and self.effective_transform != "boxcox":
             raise ConfigError(
                 f"{prefix}.boxcox_lambda = {self.boxcox_lambda:g} is only used with "

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from autogp.data.errors import DataError
+from autogp.data.lags import is_lagged, lag_sources
 
 
 @dataclass(frozen=True)
@@ -24,17 +25,31 @@ class CovariateScaling:
     names: tuple[str, ...]
     mean: tuple[float, ...]
     scale: tuple[float, ...]
+    #: ``(covariate, lag)`` of each column under ``data.covariate_lags`` (empty: every column
+    #: is a covariate at the same time; see :mod:`autogp.data.lags`).
+    sources: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def fit(cls, frame: pd.DataFrame) -> CovariateScaling:
+    def fit(cls, frame: pd.DataFrame, lags: Sequence[int] = (0,)) -> CovariateScaling:
         """The scaling of the training covariates ``frame`` (a constant column keeps scale 1:
-        it cannot be told apart from the level, and stays finite)."""
+        it cannot be told apart from the level, and stays finite); ``lags``: the
+        ``data.covariate_lags`` its columns were made with."""
         values = frame.to_numpy(dtype=np.float64)
         mean = values.mean(axis=0) if len(values) else np.zeros(values.shape[1])
         sd = values.std(axis=0) if len(values) else np.ones(values.shape[1])
         scale = np.where(sd > 0, sd, 1.0)
-        return cls(tuple(str(c) for c in frame.columns), tuple(map(float, mean)),
-                   tuple(map(float, scale)))
+        names = tuple(str(c) for c in frame.columns)
+        sources = lag_sources(names, lags) if is_lagged(lags) else ()
+        return cls(names, tuple(map(float, mean)), tuple(map(float, scale)), sources)
+
+    @property
+    def lagged(self) -> bool:
+        """Whether some column is a covariate lagged (``data.covariate_lags``)."""
+        return any(k for _, k in self.sources)
+
+    def column_sources(self) -> tuple[tuple[str, int], ...]:
+        """``(covariate, lag)`` of each column (lag 0 throughout without lags)."""
+        return self.sources or tuple((n, 0) for n in self.names)
 
     def forward(self, values: np.ndarray) -> np.ndarray:
         """Standardised ``[M, C]`` from data-unit ``values`` ``[M, C]`` (columns in order)."""
@@ -42,11 +57,15 @@ class CovariateScaling:
             self.scale)
 
     def to_dict(self) -> dict:
-        return {"names": list(self.names), "mean": list(self.mean), "scale": list(self.scale)}
+        out = {"names": list(self.names), "mean": list(self.mean), "scale": list(self.scale)}
+        if self.sources:
+            out["sources"] = [[base, k] for base, k in self.sources]
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> CovariateScaling:
-        return cls(tuple(d["names"]), tuple(d["mean"]), tuple(d["scale"]))
+        sources = tuple((str(base), int(k)) for base, k in d.get("sources", ()))
+        return cls(tuple(d["names"]), tuple(d["mean"]), tuple(d["scale"]), sources)
 
 
 def covariate_columns(frame: pd.DataFrame, used: Sequence[str | None],

@@ -11,6 +11,7 @@ series' own covariates where it has them (past times, cross-validation windows) 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from autogp.data import DataError, TimeSeries
+from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.data.covariates import covariate_columns, future_values
 from autogp.data.header import csv_columns
+from autogp.data.lags import (
+    history_of,
+    is_lagged,
+    lag_name,
+    lag_times,
+    lagged_names,
+    lagged_values,
+    merged,
+    rebuilt_history,
+    refuse_ambiguous,
+    stamp_of,
+    training_lags,
+)
 from autogp.data.timeaxis import to_microseconds
 from autogp.forecast.explain import additive_terms, product_factors
 from autogp.inference.posterior import Posterior
@@ -45,12 +59,40 @@ def _rows_of(frame: pd.DataFrame, id_col: str | None, unique_id: str) -> pd.Data
     return frame[frame[id_col].astype(str) == unique_id]
 
 
+def _numbers(column: pd.Series) -> np.ndarray:
+    """A covariate column as float64 (booleans as 0/1; NaN for what is not a number)."""
+    if pd.api.types.is_bool_dtype(column):
+        return column.astype(np.float64).to_numpy()
+    return pd.to_numeric(column, errors="coerce").to_numpy(np.float64)
+
+
+def _with_lags(s: TimeSeries, names: list[str], rows: pd.DataFrame, t_rows: np.ndarray,
+               lags: tuple[int, ...]) -> tuple[TimeSeries, np.ndarray, list[str]]:
+    """``s`` without the first rows whose lags reach before the covariates' first row (with
+    a warning saying so), the model columns' values on its rows and their names."""
+    refuse_ambiguous(names, lags)
+    what = f"series {s.unique_id!r}"
+    history = history_of(t_rows, {n: _numbers(rows[n]) for n in names})
+    values, dropped = training_lags(names, lags, history, s.t, s.axis, what)
+    if dropped:
+        first, last = stamp_of(s.axis, s.t[0]), stamp_of(s.axis, s.t[dropped - 1])
+        rows_text = (f"its first row ({first}) is" if dropped == 1 else
+                     f"its first {dropped} rows ({first} to {last}) are")
+        warnings.warn(
+            f"{what}: {rows_text} left out of the fit: their covariate lags "
+            f"(data.covariate_lags = {list(lags)}) reach before the covariates' first row",
+            AutoGPDataWarning, stacklevel=2)
+        s = s.last(s.n - dropped)
+    return s, values, lagged_names(names, lags)
+
+
 def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
                       used: Sequence[str | None], id_col: str | None,
-                      sep: str | None = ",") -> list[TimeSeries]:
+                      sep: str | None = ",", lags: Sequence[int] = (0,)) -> list[TimeSeries]:
     """``series`` with the covariate columns of the training ``data`` (a DataFrame or a CSV
     path) attached at their observations' times; unchanged when it has none. ``used``: the
-    columns that are not covariates (id, time, target, split ...)."""
+    columns that are not covariates (id, time, target, split ...). ``lags``: the steps back
+    at which each covariate enters (``data.covariate_lags``, :mod:`autogp.data.lags`)."""
     if isinstance(data, str | Path):
         if time_col not in csv_columns(data, sep):  # headerless: ds, y (and an id) only
             return list(series)
@@ -68,13 +110,18 @@ def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
         rows = _rows_of(frame, id_col, s.unique_id)
         rows = rows[rows[time_col].notna()]
         t_rows, _ = as_stamps(s, rows[time_col])
-        values = future_values(names, rows.rename(columns={time_col: "ds"}), s.ds, s.t, t_rows,
-                               f"series {s.unique_id!r}", source="the training data")
+        columns = names
+        if is_lagged(lags):
+            s, values, columns = _with_lags(s, names, rows, t_rows, tuple(lags))
+        else:
+            values = future_values(names, rows.rename(columns={time_col: "ds"}), s.ds, s.t,
+                                   t_rows, f"series {s.unique_id!r}",
+                                   source="the training data")
         # A covariate constant over the training data says nothing the level does not (its
         # standardised values are all 0): it is left out, and its future is not needed.
-        varies = np.ptp(values, axis=0) > 0 if len(values) else np.zeros(len(names), bool)
+        varies = np.ptp(values, axis=0) > 0 if len(values) else np.zeros(len(columns), bool)
         if varies.any():
-            kept = [n for n, v in zip(names, varies, strict=True) if v]
+            kept = [n for n, v in zip(columns, varies, strict=True) if v]
             s = dataclasses.replace(s, covariates=pd.DataFrame(values[:, varies], columns=kept))
         out.append(s)
     return out
@@ -108,9 +155,42 @@ def covariates_at(post: Posterior, t_new: np.ndarray, stamps: pd.Index,
         frame = _rows_of(X_df, "unique_id", series.unique_id)
         t_given, _ = as_stamps(series, frame["ds"])
     rest = ~known
+    if post.covariate_scaling.lagged:
+        out[rest] = _lagged_future(post, np.asarray(t_new)[rest], stamps[rest], frame, t_given)
+        return out
     out[rest] = future_values(names, frame, stamps[rest], np.asarray(t_new)[rest], t_given,
                               f"series {series.unique_id!r}")
     return out
+
+
+def _lagged_future(post: Posterior, t: np.ndarray, stamps: pd.Index, frame: pd.DataFrame | None,
+                   t_given: np.ndarray | None) -> np.ndarray:
+    """``[M, C]`` lagged model columns at times ``t``: each covariate's value ``k`` steps
+    earlier, from the training rows (the fit's own columns hold that history) and else from
+    ``frame`` (``X_df``'s rows of the series, at times ``t_given``)."""
+    series, sources = post.series, post.covariate_scaling.sources
+    axis = series.axis
+    history = rebuilt_history(sources, series.covariates.to_numpy(), series.t, axis)
+    bases = list(dict.fromkeys(base for base, _ in sources))
+    if frame is not None:
+        given = {b: _numbers(frame[b]) for b in bases if b in frame.columns}
+        history = merged(history, history_of(t_given, given))
+    values = lagged_values(sources, history, t, axis)
+    bad = np.argwhere(np.isnan(values))
+    if len(bad):
+        m, c = bad[0]
+        base, k = sources[c]
+        lags = sorted({lag for _, lag in sources})
+        why = ("no X_df was given" if frame is None else f"X_df has no column {base!r}"
+               if base not in frame.columns else "X_df has no row or no number for that date")
+        needs = (f", which column {lag_name(base, k)!r} needs at {stamp_of(axis, t[m])},"
+                 if k else "")
+        raise DataError(
+            f"series {series.unique_id!r}: covariate {base!r} at "
+            f"{stamp_of(axis, lag_times(axis, t[m:m + 1], k)[0])}{needs} is in neither the "
+            f"training data nor X_df ({why}); X_df must give the covariates' values at every "
+            f"forecast date (data.covariate_lags = {lags})", column=base)
+    return values
 
 
 def linear_terms(expr: Kernel, names: Sequence[str]) -> list[tuple[Kernel, str]]:

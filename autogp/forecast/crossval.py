@@ -39,6 +39,7 @@ from scipy.special import logsumexp
 
 from autogp.config import Config, engine_settings
 from autogp.data import MIN_POINTS, AutoGPDataWarning, DataError, TimeSeries
+from autogp.data.lags import is_lagged, lag_sources, look_up, rebuilt_history
 from autogp.forecast.columns import MODEL_NAME
 from autogp.forecast.prediction import predict_frame
 from autogp.inference.posterior import Posterior
@@ -211,12 +212,20 @@ def condition_on(fit: Posterior, series: TimeSeries, cutoff_t: float, config: Co
     )
 
 
-def known_covariates(series: TimeSeries) -> pd.DataFrame | None:
+def known_covariates(series: TimeSeries, lags: Sequence[int] = (0,)) -> pd.DataFrame | None:
     """The series' own covariates as ``X_df`` (``ds`` and the columns): cross-validation takes
-    a window's future covariates from the frame itself."""
+    a window's future covariates from the frame itself. With lagged copies
+    (``data.covariate_lags``) it gives the covariates' history that the columns hold."""
     if series.covariates is None:
         return None
-    return series.covariates.assign(ds=series.ds)
+    if not is_lagged(lags):
+        return series.covariates.assign(ds=series.ds)
+    names = list(series.covariates.columns)
+    history = rebuilt_history(lag_sources(names, lags), series.covariates.to_numpy(),
+                              series.t, series.axis)
+    times = np.unique(np.concatenate([t for t, _ in history.values()]))
+    frame = pd.DataFrame({base: look_up(t, v, times) for base, (t, v) in history.items()})
+    return frame.assign(ds=series.axis.to_ds(times))
 
 
 def window_forecast(fit: Posterior, config: Config,
@@ -269,7 +278,7 @@ def cross_validation(
     for w in windows:
         first.setdefault(w.unique_id, w)
     fitted = windows if refit else list(first.values())
-    known = {s.unique_id: known_covariates(s) for s in all_series}
+    known = {s.unique_id: known_covariates(s, config.data.covariate_lags) for s in all_series}
     # A refitted window's forecast is made by the worker that fits it, right after the fit.
     after = AfterFit(functools.partial(window_forecast, level=level),
                      {w.name: (w.horizon, known[w.unique_id]) for w in windows}) if refit else None

@@ -75,7 +75,7 @@ def read_series(
     if isinstance(data, pd.DataFrame | str | Path):
         out = attach_covariates(out, data, time_col=time_col, id_col=id_col, sep=d.sep,
                                 used=[target_col, d.split_col, noise_col,
-                                      *NOT_COVARIATES])
+                                      *NOT_COVARIATES], lags=d.covariate_lags)
     seen: set[str] = set()
     for s in out:
         if s.unique_id in seen:

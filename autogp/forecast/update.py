@@ -67,6 +67,12 @@ def row_covariates(fit: Posterior, frame: pd.DataFrame | None, stamps: pd.Index,
     names = list(fit.covariates)
     if not names:
         return None
+    if fit.covariate_scaling.lagged:
+        lags = sorted({k for _, k in fit.covariate_scaling.sources})
+        raise NotImplementedError(
+            f"{what}: series {fit.unique_id!r} was fitted with lagged covariates "
+            f"(data.covariate_lags = {lags}), whose columns on new or revised rows depend on "
+            f"earlier rows; {what} does not rebuild them: fit the whole data again")
     missing = names if frame is None else [n for n in names if n not in frame.columns]
     if missing:
         given = "a (t, y) pair has none" if frame is None else "the new data have no column"

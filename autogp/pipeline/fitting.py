@@ -269,7 +269,7 @@ def covariate_scaling(series: TimeSeries, config: Config) -> CovariateScaling | 
             f"its {series.n} points get the sparse one (smc.sparse_above="
             f"{config.smc.sparse_above}); fit a shorter window (data.window) or set "
             "smc.likelihood = 'exact'")
-    return CovariateScaling.fit(series.covariates)
+    return CovariateScaling.fit(series.covariates, config.data.covariate_lags)
 
 
 __all__ = [
