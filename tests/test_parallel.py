@@ -120,7 +120,9 @@ def test_chunks_group_similar_lengths_and_cover_every_series_once():
                 min(s.n for s in c) == min(rest)), i
 
 
-def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch):
+def install_smc_failing_on_seven_points(monkeypatch) -> None:
+    """test_forecast's stand-in engine, except that a 7-point series fails as a failed
+    Cholesky factorisation would."""
     install_fake_smc(monkeypatch)
     from autogp.inference import smc
 
@@ -132,6 +134,10 @@ def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch
         return fake(x, y, grammar, settings, **kwargs)
 
     monkeypatch.setattr(smc, "run_smc", failing_on_seven_points)
+
+
+def test_fit_chunk_returns_an_error_record_for_the_series_that_fails(monkeypatch):
+    install_smc_failing_on_seven_points(monkeypatch)
     good = from_arrays(np.arange(10.0), np.sin(np.arange(10.0)), unique_id="good")
     bad = from_arrays(np.arange(7.0), np.cos(np.arange(7.0)), unique_id="bad")
     config = AutoGP(particles=2).config.to_dict()

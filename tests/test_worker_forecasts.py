@@ -25,7 +25,7 @@ from autogp.forecast.known_horizon import ForecastRequest
 from autogp.inference.posterior import Posterior
 from autogp.parallel import AfterFit, SeriesError, fit_chunk
 from tests.test_forecast import install_fake_smc
-from tests.test_parallel import TINY, _tiny_panel, _with
+from tests.test_parallel import TINY, _tiny_panel, _with, install_smc_failing_on_seven_points
 
 runner = CliRunner()
 
@@ -40,17 +40,7 @@ def _length_and_extra(fit, config, extra):
 
 
 def test_fit_chunk_runs_the_work_after_each_fit_and_keeps_its_warnings(monkeypatch):
-    install_fake_smc(monkeypatch)
-    from autogp.inference import smc
-
-    fake = smc.run_smc
-
-    def failing_on_seven_points(x, y, grammar, settings, **kwargs):
-        if len(x) == 7:
-            raise FloatingPointError("the Cholesky factor is not finite")
-        return fake(x, y, grammar, settings, **kwargs)
-
-    monkeypatch.setattr(smc, "run_smc", failing_on_seven_points)
+    install_smc_failing_on_seven_points(monkeypatch)
     series = {u: from_arrays(np.arange(float(n)), np.sin(np.arange(float(n))), unique_id=u)
               for u, n in (("a", 10), ("b", 12), ("c", 11), ("bad", 7))}
     config = AutoGP(particles=2).config.to_dict()
