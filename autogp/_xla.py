@@ -10,6 +10,10 @@ autogp's programs are therefore compiled with the single-threaded products every
 per-program option: the user's own JAX programs keep XLA's defaults, and a fit gives the same
 bits in the calling process as in a panel worker or a Dask worker.
 
+Only top-level programs carry the option (JAX refuses it on a ``jit`` nested in another), so
+functions that run inside other programs, such as the state-space likelihood inside the
+full-resolution stage's optimiser, keep plain ``jax.jit``; the program around them sets it.
+
 ``AUTOGP_MULTI_THREAD_EIGEN=1`` restores XLA's default, for comparisons (read when autogp's
 modules are imported and when a fit's programs are compiled).
 """

@@ -14,7 +14,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "autogp"
 # Private modules other modules may import (the float64 context is shared by every entry point).
-SHARED_PRIVATE_MODULES = {"autogp._x64", "autogp._threefry"}
+SHARED_PRIVATE_MODULES = {"autogp._x64", "autogp._threefry", "autogp._xla"}
 # Import cycles still to be removed, each a sorted list of modules (none left).
 KNOWN_CYCLES: list[list[str]] = []
 # The layers of autogp, lowest first: a module may import from its own package or from a package

@@ -21,7 +21,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autogp._xla import jit
 from autogp.kernels.transforms import constrain
 from autogp.statespace import compose
 from autogp.statespace.models import MAX_HARMONICS, PER_TOLERANCE
@@ -123,7 +122,7 @@ def kalman_scan(mod: Model, x, y, ok, options: Options, regular_grid: bool, keep
     return ll, outs
 
 
-@functools.partial(jit, static_argnames=("options",))
+@functools.partial(jax.jit, static_argnames=("options",))
 def _support(ops, params, options):
     def one(o, p):
         return compose.support(o, constrain(o, p), options.dim, tolerance=options.tolerance,

@@ -8,7 +8,6 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from autogp._xla import jit
 from autogp.statespace.filter import (
     BLOCK,
     MAX_FACTORS,
@@ -34,7 +33,7 @@ def _one(ops, params, noise, x, y, mask, options, regular_grid, adjoint):
     return jnp.where(fine, ll, -jnp.inf)
 
 
-@functools.partial(jit, static_argnames=("options", "regular_grid", "adjoint"))
+@functools.partial(jax.jit, static_argnames=("options", "regular_grid", "adjoint"))
 def _batch(ops, params, noise, x, y, mask, options, regular_grid, adjoint):
     return jax.vmap(_one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
         ops, params, noise, x, y, mask, options, regular_grid, adjoint)

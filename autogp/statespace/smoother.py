@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autogp._xla import jit
 from autogp.kernels import spec
 from autogp.statespace import compose
 from autogp.statespace.filter import (
@@ -97,7 +96,7 @@ def _smooth_one(ops, params, noise, x, y, ok_data, components, options):
     return nan(mean), nan(var + wn), nan(comp_mean.T), nan(comp_var.T), mod.noise_var
 
 
-@functools.partial(jit, static_argnames=("options",))
+@functools.partial(jax.jit, static_argnames=("options",))
 def _smooth_batch(ops, params, noise, x, y, ok, components, options):
     return jax.vmap(_smooth_one, in_axes=(0, 0, 0, 0, 0, 0, 0, None))(
         ops, params, noise, x, y, ok, components, options)
