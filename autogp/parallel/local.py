@@ -61,16 +61,12 @@ def run_local(
     """Run :func:`~autogp.parallel.work.fit_chunk` for every chunk in ``workers`` spawned processes
     (:func:`map_chunks`) and yield ``(chunk index, results)`` as chunks finish; ``after``: the
     work each fit is followed by (each task carries its own series' part of it)."""
-    if after is None:
-        yield from map_chunks(fit_chunk, [list(c) for c in chunks], dict(config), panel,
-                              workers=workers)
-        return
-    tasks = [(list(c), after.of(chunk_ids(c))) for c in chunks]
+    tasks = [(list(c), None if after is None else after.of(chunk_ids(c))) for c in chunks]
     yield from map_chunks(_fit_task, tasks, dict(config), panel, workers=workers)
 
 
-def _fit_task(task: tuple[list[TimeSeries | Posterior], AfterFit], config: Mapping[str, Any],
-              panel: bool) -> list[Any]:
+def _fit_task(task: tuple[list[TimeSeries | Posterior], AfterFit | None],
+              config: Mapping[str, Any], panel: bool) -> list[Any]:
     chunk, after = task
     return fit_chunk(chunk, config, panel, after)
 

@@ -151,9 +151,7 @@ def fit_panel(
             with exported.on_compiling(phase):
                 _fit_here(todo, config, panel, bar, finish, after)
                 for fit in loaded:
-                    worked = after.run(fit, config)  # type: ignore[union-attr]
-                    if worked is not None:
-                        out.after[fit.unique_id] = worked
+                    after.run_into(fit, config, out.after)  # type: ignore[union-attr]
             out.compile_seconds = exported.compile_seconds() - before
         else:
             if exported.cache_is_cold(exported.directory()):
@@ -162,12 +160,11 @@ def fit_panel(
             chunks: list[list[Any]] = chunk_series(todo, workers)
             size = max(1, min(8, len(loaded) // (4 * workers)))
             chunks += [loaded[i : i + size] for i in range(0, len(loaded), size)]
-            extra = {} if after is None else {"after": after}
             if backend == "local":
-                done = run_local(chunks, config_dict, panel=panel, workers=workers, **extra)
+                done = run_local(chunks, config_dict, panel=panel, workers=workers, after=after)
             else:
                 done = _dask_runner()(chunks, config_dict, panel=panel, workers=workers,
-                                      scheduler=scheduler, client=client, **extra)
+                                      scheduler=scheduler, client=client, after=after)
             for _, results in done:
                 finish(results)
         phase.finish(time.perf_counter() - started, out.compile_seconds)
@@ -211,9 +208,7 @@ def _fit_here(
                     raise
                 results.append(SeriesError(series.unique_id, error_message(exc)))
             if after is not None and isinstance(results[-1], Posterior):
-                done = after.run(results[-1], config)
-                if done is not None:
-                    results.after[results[-1].unique_id] = done
+                after.run_into(results[-1], config, results.after)
             if panel:
                 bar.remove_task(rounds)
         finish(results)

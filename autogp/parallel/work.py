@@ -162,6 +162,14 @@ class AfterFit:
                 return None
         return AfterFitResult(value, tuple((w.category, str(w.message)) for w in seen))
 
+    def run_into(self, fit: Posterior, config: Config,
+                 results: MutableMapping[str, AfterFitResult]) -> None:
+        """:meth:`run` on one fit, its result kept in ``results`` by series id (none kept
+        when it raised)."""
+        done = self.run(fit, config)
+        if done is not None:
+            results[fit.unique_id] = done
+
 
 class ChunkFits(list):
     """The fits (and errors) of a chunk, in its order, the seconds the worker spent compiling
@@ -197,9 +205,7 @@ def fit_chunk(
             except Exception as exc:  # noqa: BLE001 - one bad series must not stop the panel
                 out.append(SeriesError(item.unique_id, error_message(exc)))
         if fit is not None and after is not None:
-            done = after.run(fit, cfg)
-            if done is not None:
-                out.after[fit.unique_id] = done
+            after.run_into(fit, cfg, out.after)
     out.compile_seconds = exported.compile_seconds() - before
     return out
 
