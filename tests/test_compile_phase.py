@@ -139,7 +139,8 @@ def test_panel_in_workers_says_they_compile_and_sums_their_compile_seconds(
     where = tmp_path / "jax" / "autogp-exported"
     monkeypatch.setattr(exported, "directory", lambda: where)
 
-    def run_local(chunks, config, *, panel, workers, after=None):  # workers that only report their time
+    # workers that only report their time
+    def run_local(chunks, config, *, panel, workers, after=None):
         for i, chunk in enumerate(chunks):
             out = ChunkFits(SeriesError(s.unique_id, "not fitted here") for s in chunk)
             out.compile_seconds = 10.0 + i
