@@ -44,6 +44,67 @@ def test_sample_without_a_category_column_is_a_plain_seeded_draw(tmp_path):
     assert stratified_sample(series, path, "unique_id", 50, seed=0) is series
 
 
+def _mixed_panel(path):
+    """A panel of 40 series, dated (monthly, quarterly) and numbered ("other"), with strata, a
+    group column, a missing value and the rows of two series interleaved."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(40):
+        freq = ["MS", "QS", "other"][i % 3]
+        n = 12 + i % 5
+        stamps = (np.arange(n) + 1 if freq == "other" else
+                  pd.date_range("2001-01-01", periods=n, freq=freq).strftime("%Y-%m-%d"))
+        for k, ds in enumerate(stamps):
+            y = "" if (i, k) == (7, 3) else f"{rng.normal(100, 5):.3f}"
+            rows.append({"unique_id": f"N{i}", "ds": ds, "y": y, "freq": freq,
+                         "category": "AB"[i % 2], "split": "test" if k >= n - 2 else "train"})
+    rows[5], rows[20] = rows[20], rows[5]  # series N0 and N1 interleave
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+@pytest.mark.filterwarnings("ignore:.*dropped 1 row")
+@pytest.mark.parametrize(("group", "limit"), [(None, 9), ("QS", None), ("QS", 5),
+                                              ("other", 4), ("MS", 100)])
+def test_a_run_reads_only_its_series_and_gets_what_a_whole_read_gives(tmp_path, group, limit):
+    from autogp.config import load_config
+    from autogp.experiments.runner import group_members, series_reader, series_to_read
+    from autogp.parallel.inputs import read_series_tolerant
+
+    path = tmp_path / "panel.csv"
+    _mixed_panel(path)
+    config = load_config({"seed": 3, "data": {"id_col": "unique_id", "split_col": "split"},
+                          "experiment": {"group_col": "freq" if group else None,
+                                         "group_value": group}})
+    # what a run read before: every series, then its group, then the sample
+    whole, _ = read_series_tolerant(series_reader(config), path, "unique_id")
+    members = group_members(path, config)
+    expected = [s for s in whole if members is None or s.unique_id in members]
+    if limit is not None:
+        expected = stratified_sample(expected, path, "unique_id", limit, seed=3)
+    ids = series_to_read(path, config, limit)
+    assert ids == [s.unique_id for s in expected]
+    got, errors = read_series_tolerant(series_reader(config, ids), path, "unique_id", ids=ids)
+    assert not errors and [s.unique_id for s in got] == ids
+    for a, b in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(a.t, b.t)
+        np.testing.assert_array_equal(a.y, b.y)
+        np.testing.assert_array_equal(a.is_test, b.is_test)
+        assert a.axis == b.axis and list(a.stamps) == list(b.stamps)
+
+
+def test_reading_some_series_of_a_csv_names_an_id_that_is_not_there(tmp_path):
+    from autogp.data import DataError, read_csv
+
+    path = tmp_path / "panel.csv"
+    _mixed_panel(path)
+    some = read_csv(path, id_col="unique_id", ids=["N5", "N2"])
+    assert [s.unique_id for s in some] == ["N2", "N5"]  # the file's order
+    with pytest.raises(DataError, match=r"no rows for the series 'N77', 'N99'"):
+        read_csv(path, id_col="unique_id", ids=["N2", "N99", "N77"])
+    with pytest.raises(DataError, match="give id_col"):
+        read_csv(path, ids=["N2"])
+
+
 def test_split_series_takes_the_split_column_then_the_holdout():
     plain = from_arrays(np.arange(10.0), np.arange(10.0))
     assert split_series(plain, None) == (plain, None)

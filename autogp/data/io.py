@@ -31,6 +31,7 @@ Rules (also the documentation of what is accepted):
 from __future__ import annotations
 
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -73,6 +74,30 @@ def _combine(keys: np.ndarray, y: np.ndarray, how: str) -> tuple[np.ndarray, np.
     else:  # median
         out = np.array([np.median(y[s : s + c]) for s, c in zip(start, counts, strict=True)])
     return uniq, out, (start, counts)
+
+
+def _series_ids(raw: RawTable, id_col: str) -> np.ndarray:
+    """Each row's series id as text, stripped ("" where it is missing)."""
+    id_obj = np.asarray(raw.cells[id_col], dtype=object)
+    ids = np.where(missing_mask(id_obj), "", strip_cells(id_obj)).astype(object)
+    return np.array([v if isinstance(v, str) else str(v) for v in ids], dtype=object)
+
+
+def _only_series(raw: RawTable, id_col: str | None, wanted: Collection[str]) -> RawTable:
+    """The rows of ``raw`` whose series id is in ``wanted`` (and the rows without an id, so
+    that they are reported as in a whole read); every wanted id must be in the table."""
+    if id_col is None:
+        raise DataError(f"{raw.source}: ids picks series of a panel; give id_col too",
+                        source=raw.source)
+    ids = _series_ids(raw, id_col)
+    wanted = {str(w) for w in wanted}
+    absent = sorted(wanted - set(ids))
+    if absent:
+        more = f" and {len(absent) - MAX_LISTED} more" if len(absent) > MAX_LISTED else ""
+        raise DataError(f"{raw.where(id_col)}: no rows for the series "
+                        f"{', '.join(map(repr, absent[:MAX_LISTED]))}{more}",
+                        source=raw.source, column=id_col)
+    return raw.take(np.flatnonzero([i in wanted or i == "" for i in ids]))
 
 
 def _build_series(
@@ -143,9 +168,7 @@ def _build_series(
     keep = np.isfinite(y_all)
 
     if id_col is not None:
-        id_obj = np.asarray(raw.cells[id_col], dtype=object)
-        ids = np.where(missing_mask(id_obj), "", strip_cells(id_obj)).astype(object)
-        ids = np.array([v if isinstance(v, str) else str(v) for v in ids], dtype=object)
+        ids = _series_ids(raw, id_col)
         empty = np.flatnonzero(ids == "")
         if empty.size:
             i = int(empty[0])
@@ -285,6 +308,8 @@ def read_csv(
     max_points: int | None = ...,
     split_col: str | None = ...,
     test_value: str = ...,
+    noise_col: str | None = ...,
+    ids: Collection[str] | None = ...,
 ) -> TimeSeries: ...
 @overload
 def read_csv(
@@ -299,6 +324,8 @@ def read_csv(
     max_points: int | None = ...,
     split_col: str | None = ...,
     test_value: str = ...,
+    noise_col: str | None = ...,
+    ids: Collection[str] | None = ...,
 ) -> list[TimeSeries]: ...
 def read_csv(
     path: str | Path,
@@ -313,6 +340,7 @@ def read_csv(
     split_col: str | None = None,
     test_value: str = "test",
     noise_col: str | None = None,
+    ids: Collection[str] | None = None,
 ) -> TimeSeries | list[TimeSeries]:
     """Read a CSV file into one :class:`TimeSeries`, or a list of them when ``id_col`` is given.
 
@@ -331,6 +359,8 @@ def read_csv(
             (``TimeSeries.is_test``; see ``train()``/``test()``).
         noise_col: a column of known measurement-error standard deviations (data units,
             finite and >= 0 on every row with a value; ``TimeSeries.noise_sd``).
+        ids: only these series of a panel (in the file's order; the other rows are not
+            parsed): a sample of a large panel reads in a fraction of the time.
 
     Raises:
         DataError: on any problem, naming the file, column, row (line number, header = 1)
@@ -340,6 +370,8 @@ def read_csv(
     text = read_text(p, strict)
     extra = [c for c in (split_col, noise_col) if c is not None]
     raw = csv_to_table(text, str(path), sep, time_col, target_col, id_col, extra)
+    if ids is not None:
+        raw = _only_series(raw, id_col, ids)
     series = _build_series(
         raw,
         time_col,

@@ -45,6 +45,12 @@ class RawTable:
         word = self.row_word + ("s" if idx.size > 1 else "")
         return f"{word} {', '.join(parts)}{more}"
 
+    def take(self, rows: np.ndarray) -> RawTable:
+        """The rows ``rows`` of every column read (row labels kept, for messages)."""
+        return RawTable(self.source, list(self.columns),
+                        {c: self.subset(rows, c).cells[c] for c in self.cells},
+                        self.rows[rows], self.row_word)
+
     def subset(self, rows: np.ndarray, col: str) -> RawTable:
         """The rows ``rows`` of one column of ``self`` (row labels kept, for messages)."""
         vals = self.cells[col]

@@ -38,7 +38,7 @@ from autogp.data.seasons import with_frequency
 from autogp.experiments.comparison import baselines_from_file, baselines_on_split, compare_models
 from autogp.experiments.published import read_reference
 from autogp.experiments.report import machine_description, print_summary, write_outputs
-from autogp.experiments.sampling import stratified_sample
+from autogp.experiments.sampling import read_strata, sample_ids
 from autogp.experiments.series_scores import (
     SUPPORTED_METRICS,
     forecast_and_score_chunk,
@@ -97,12 +97,12 @@ def apply_freq_column(series: list[TimeSeries], data_path: Path, config: Config
     return [with_frequency(s, freq.get(s.unique_id)) for s in series]
 
 
-def select_group(series: list[TimeSeries], data_path: Path, config: Config
-                 ) -> list[TimeSeries]:
-    """The series whose ``experiment.group_col`` is ``experiment.group_value``."""
+def group_members(data_path: Path, config: Config) -> set[str] | None:
+    """The ids of the series whose ``experiment.group_col`` is ``experiment.group_value``
+    (None: the config names no group)."""
     e, id_col = config.experiment, config.data.id_col
     if e.group_col is None:
-        return series
+        return None
     if id_col is None:
         raise ConfigError("experiment.group_col needs a panel: set data.id_col",
                           key="experiment.group_col")
@@ -112,12 +112,42 @@ def select_group(series: list[TimeSeries], data_path: Path, config: Config
     except ValueError as exc:
         raise DataError(f"{data_path}: experiment.group_col = {e.group_col!r}: {exc}") from None
     members = set(frame.loc[frame[e.group_col] == e.group_value, id_col])
-    chosen = [s for s in series if s.unique_id in members]
-    if not chosen:
+    if not members:
         values = sorted(frame[e.group_col].dropna().unique())[:20]
         raise DataError(f"{data_path}: no series has {e.group_col} = {e.group_value!r} "
                         f"(experiment.group_value; values in the file: {values})")
-    return chosen
+    return members
+
+
+def panel_ids(data_path: Path, config: Config) -> list[str] | None:
+    """The file's series ids in order of first appearance (None for a single series, or
+    where an id is missing: the whole read then names that row)."""
+    id_col = config.data.id_col
+    if id_col is None:
+        return None
+    try:
+        ids = pd.read_csv(data_path, usecols=[id_col], dtype=str, keep_default_na=False,
+                          sep=config.data.sep, engine="c" if config.data.sep else "python")
+    except ValueError:
+        return None  # the whole read names the problem
+    unique = [str(i).strip() for i in pd.unique(ids[id_col])]
+    return None if "" in unique or len(set(unique)) != len(unique) else unique
+
+
+def series_to_read(data_path: Path, config: Config, limit: int | None) -> list[str] | None:
+    """The ids of the series the run fits: the config's group, then ``limit`` of them
+    (:func:`~autogp.experiments.sampling.stratified_sample`); None: every series."""
+    members = group_members(data_path, config)
+    if members is None and limit is None:
+        return None
+    ids = panel_ids(data_path, config)
+    if ids is None:
+        return None
+    if members is not None:
+        ids = [i for i in ids if i in members]
+    if limit is not None:
+        ids = sample_ids(ids, read_strata(data_path, config.data.id_col), limit, config.seed)
+    return ids
 
 
 def split_series(series: TimeSeries, holdout: int | None
@@ -131,15 +161,17 @@ def split_series(series: TimeSeries, holdout: int | None
     return series, None
 
 
-def series_reader(config: Config) -> Callable[[Any], list[TimeSeries]]:
-    """Read a CSV path or (one series' rows of) a frame with the config's ``[data]`` settings."""
+def series_reader(config: Config, ids: list[str] | None = None
+                  ) -> Callable[[Any], list[TimeSeries]]:
+    """Read a CSV path (only the series ``ids``, when given) or (one series' rows of) a frame
+    with the config's ``[data]`` settings."""
     kwargs = config.data.read_kwargs()
 
     def read(source: Any) -> list[TimeSeries]:
         if isinstance(source, pd.DataFrame):
             res = from_frame(source, **{k: v for k, v in kwargs.items() if k != "sep"})
         else:
-            res = read_csv(source, **kwargs)
+            res = read_csv(source, **kwargs, ids=ids)
         return res if isinstance(res, list) else [res]
 
     return read
@@ -200,15 +232,13 @@ def run_single_experiment(
             key="experiment.metrics",
         )
     data_path = resolve_data_path(config, config_path)
+    # Only the series the run fits are parsed (a sample of thousands reads in a second).
+    ids = series_to_read(data_path, config, limit)
     all_series, read_errors = read_series_tolerant(
-        series_reader(config), data_path, config.data.id_col, sep=config.data.sep
+        series_reader(config, ids), data_path, config.data.id_col, sep=config.data.sep, ids=ids
     )
     if config.data.freq_col is not None:
         all_series = apply_freq_column(all_series, data_path, config)
-    all_series = select_group(all_series, data_path, config)
-    if limit is not None:
-        all_series = stratified_sample(all_series, data_path, config.data.id_col, limit,
-                                       config.seed)
     pairs = [split_series(s, holdout) for s in all_series]
     name = config.experiment.name or config_path.stem
     if not quiet:
@@ -303,7 +333,9 @@ __all__ = [
     "find_file",
     "resolve_data_path",
     "run_single_experiment",
-    "select_group",
+    "group_members",
+    "panel_ids",
+    "series_to_read",
     "series_reader",
     "split_series",
 ]

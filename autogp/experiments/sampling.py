@@ -37,12 +37,21 @@ def stratified_sample(
     chosen series keep the file's order."""
     if limit >= len(series):
         return series
+    chosen = set(sample_ids([s.unique_id for s in series], read_strata(data_path, id_col),
+                            limit, seed))
+    return [s for s in series if s.unique_id in chosen]
+
+
+def sample_ids(ids: list[str], category: dict[str, str] | None, limit: int, seed: int
+               ) -> list[str]:
+    """The ``limit`` of ``ids`` (distinct, in the file's order) that :func:`stratified_sample`
+    keeps, in the same order, given each id's ``category`` (None: no strata)."""
+    if limit >= len(ids):
+        return list(ids)
     rng = np.random.default_rng(seed)
-    ids = [s.unique_id for s in series]
-    category = read_strata(data_path, id_col)
     if category is None:
         chosen = set(rng.choice(len(ids), size=limit, replace=False).tolist())
-        return [s for i, s in enumerate(series) if i in chosen]
+        return [uid for i, uid in enumerate(ids) if i in chosen]
     groups: dict[str, list[int]] = {}
     for i, uid in enumerate(ids):
         groups.setdefault(category.get(uid, "?"), []).append(i)
@@ -54,7 +63,7 @@ def stratified_sample(
     chosen = set()
     for g, k in zip(names, take, strict=True):
         chosen.update(rng.choice(groups[g], size=min(k, len(groups[g])), replace=False).tolist())
-    return [s for i, s in enumerate(series) if i in chosen]
+    return [uid for i, uid in enumerate(ids) if i in chosen]
 
 
-__all__ = ["STRATUM_COLUMN", "read_strata", "stratified_sample"]
+__all__ = ["STRATUM_COLUMN", "read_strata", "sample_ids", "stratified_sample"]

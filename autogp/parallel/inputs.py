@@ -7,7 +7,7 @@ own error message and every other series is still fitted.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +37,19 @@ def read_series_tolerant(
     id_col: str | None,
     *,
     sep: str | None = None,
+    ids: Collection[str] | None = None,
 ) -> tuple[list[TimeSeries], dict[str, str]]:
     """``read(data)``; if that fails on a panel (a DataFrame or CSV path with ``id_col``),
     ``read`` of each series' rows alone: the series that read, and an error message per
-    series that does not. When no series reads at all, the first error is raised."""
+    series that does not. When no series reads at all, the first error is raised. ``ids``:
+    the series ``read`` reads (None: all); the series read one by one are those too."""
     try:
         return read(data), {}
     except DataError as whole:
         frame = _as_frame(data, id_col, sep)
+        if frame is not None and ids is not None:
+            wanted = {str(i) for i in ids}
+            frame = frame[frame[id_col].astype(str).str.strip().isin(wanted)]
         if frame is None or frame[id_col].nunique(dropna=False) < 2:
             raise
         series: list[TimeSeries] = []
