@@ -124,3 +124,36 @@ def test_cli_cv_reads_the_covariates_from_the_file(monkeypatch, tmp_path):
     moved = AutoGP(overrides={"data.transform": "none"}).cross_validation(
         warmer, h=3, n_windows=2, level=[80])
     assert np.all(np.abs(moved["AutoGP"].to_numpy() - api["AutoGP"].to_numpy())[:3] > 1e-3)
+
+
+@pytest.mark.parametrize("refit", [True, False])
+def test_a_panel_is_cross_validated_as_each_series_alone(monkeypatch, refit):
+    # Two series of other lengths and covariate paths; the promotion is constant (zero) on
+    # every row of "b", so b's fits leave it out while a's later windows use it.
+    install_fake_smc(monkeypatch, texts=TEXTS, weights=WEIGHTS)
+    a = daily(36, seed=4).assign(unique_id="a")
+    b = daily(30, seed=9).assign(unique_id="b", x=lambda f: 2 * f["x"] - 1)
+    assert b["promo"].eq(0).all() and a["promo"].iloc[-6:].any()
+    panel = pd.concat([b, a], ignore_index=True)[["unique_id", "ds", "y", "x", "promo"]]
+    h, windows = 3, 2
+    model = AutoGP(seed=3, overrides=TINY, progress=False)
+    cv = model.cross_validation(panel, h=h, n_windows=windows, refit=refit, level=[90])
+    alone = pd.concat([model.cross_validation(s, h=h, n_windows=windows, refit=refit, level=[90])
+                       for s in (a, b)], ignore_index=True)
+    assert list(cv["unique_id"].unique()) == ["a", "b"]
+    pd.testing.assert_frame_equal(cv, alone, check_exact=True)
+    if not refit:
+        return
+    for uid, s in (("a", a), ("b", b)):
+        got = cv[cv["unique_id"] == uid]
+        for cut in got["cutoff"].unique():
+            train, test = s[s["ds"] <= cut], s[s["ds"] > cut].iloc[:h]
+            fit = AutoGP(seed=3, overrides=TINY, progress=False).fit(
+                train.drop(columns="unique_id"))
+            used = ("x", "promo") if train["promo"].any() else ("x",)
+            assert fit.fits["series"].covariates == used
+            ref = fit.predict(h, level=[90], X_df=test[["ds", "x", "promo"]])
+            rows = got[got["cutoff"] == cut]
+            np.testing.assert_array_equal(rows["AutoGP"], ref["AutoGP"])
+            np.testing.assert_array_equal(rows["AutoGP-hi-90"], ref["AutoGP-hi-90"])
+            np.testing.assert_array_equal(rows["ds"], test["ds"])
