@@ -143,3 +143,41 @@ def test_reference_rows_of_one_experiment_and_bad_values(tmp_path):
     path.write_text("experiment,model,metric,value,source\nx,A,mase,n/a,paper\n")
     with pytest.raises(ValueError, match=r"row 2: value 'n/a' is not a number"):
         read_reference(path, "x")
+
+
+@pytest.mark.filterwarnings("ignore::autogp.data.AutoGPDataWarning")
+def test_a_panel_read_whole_still_gets_its_group_and_sample(monkeypatch, tmp_path):
+    # A row without an id: the ids cannot be chosen before reading (the whole, tolerant read
+    # names that row), and the group and the sample are chosen after it, as from a whole read.
+    from autogp.config import load_config
+    from autogp.experiments.runner import run_single_experiment, series_to_read
+    from tests.test_forecast import install_fake_smc
+
+    install_fake_smc(monkeypatch)
+    path = tmp_path / "panel.csv"
+    _mixed_panel(path)
+    frame = pd.read_csv(path)
+    frame.loc[len(frame)] = {"unique_id": None, "ds": "2001-01-01", "y": 1.0, "freq": "QS",
+                             "category": "A", "split": "train"}
+    frame.to_csv(path, index=False)
+    config = tmp_path / "run.toml"
+    config.write_text(f"""seed = 3
+[data]
+path = "{path.name}"
+id_col = "unique_id"
+split_col = "split"
+[smc]
+workers = 1
+[output]
+dir = "{(tmp_path / "out").as_posix()}"
+plot = ""
+model = ""
+[experiment]
+group_col = "freq"
+group_value = "QS"
+""")
+    assert series_to_read(path, load_config(config), 5) is None
+    summary = run_single_experiment(config, limit=5, quiet=True)
+    fitted = set(pd.read_csv(tmp_path / "out" / "forecast.csv")["unique_id"])
+    quarterly = {f"N{i}" for i in range(40) if i % 3 == 1}
+    assert summary["series"] == 5 and len(fitted) == 5 and fitted <= quarterly

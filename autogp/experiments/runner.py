@@ -38,7 +38,7 @@ from autogp.data.seasons import with_frequency
 from autogp.experiments.comparison import baselines_from_file, baselines_on_split, compare_models
 from autogp.experiments.published import read_reference
 from autogp.experiments.report import machine_description, print_summary, write_outputs
-from autogp.experiments.sampling import read_strata, sample_ids
+from autogp.experiments.sampling import read_strata, sample_ids, stratified_sample
 from autogp.experiments.series_scores import (
     SUPPORTED_METRICS,
     forecast_and_score_chunk,
@@ -136,7 +136,8 @@ def panel_ids(data_path: Path, config: Config) -> list[str] | None:
 
 def series_to_read(data_path: Path, config: Config, limit: int | None) -> list[str] | None:
     """The ids of the series the run fits: the config's group, then ``limit`` of them
-    (:func:`~autogp.experiments.sampling.stratified_sample`); None: every series."""
+    (:func:`~autogp.experiments.sampling.stratified_sample`); None: every series is read (no
+    group and no limit, or ids that only a whole read can check)."""
     members = group_members(data_path, config)
     if members is None and limit is None:
         return None
@@ -237,6 +238,12 @@ def run_single_experiment(
     all_series, read_errors = read_series_tolerant(
         series_reader(config, ids), data_path, config.data.id_col, sep=config.data.sep, ids=ids
     )
+    if ids is None:  # every series was read: its group and sample are chosen now
+        members = group_members(data_path, config)
+        all_series = [s for s in all_series if members is None or s.unique_id in members]
+        if limit is not None:
+            all_series = stratified_sample(all_series, data_path, config.data.id_col, limit,
+                                           config.seed)
     if config.data.freq_col is not None:
         all_series = apply_freq_column(all_series, data_path, config)
     pairs = [split_series(s, holdout) for s in all_series]
