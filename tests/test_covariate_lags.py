@@ -15,7 +15,7 @@ from autogp import AutoGP, load
 from autogp.cli.main import app
 from autogp.config import ConfigError, load_config
 from autogp.data import AutoGPDataWarning, DataError
-from autogp.data.lags import lag_times
+from autogp.data.lags import lag_times, prior_shares
 from autogp.forecast.lag_choice import cv_mase
 from autogp.forecast.reading import read_series
 from tests.helpers import temperature_frame
@@ -119,7 +119,10 @@ def smc_fits():
     config = load_config(SMC, {"data.covariate_lags": [0, 1]})
     with pytest.warns(AutoGPDataWarning):
         lagged = AutoGP(config, progress=False).fit(df.iloc[:N])
-    manual = AutoGP(SMC, progress=False).fit(hand.iloc[:N - 1])
+    # The two lagged copies of temp share temp's prior weight: hand-built columns match them
+    # with half the weight each.
+    manual = AutoGP(SMC, overrides={"grammar.covariate_weight": 3.0},
+                    progress=False).fit(hand.iloc[:N - 1])
     return df, hand, config, lagged, manual
 
 
@@ -149,6 +152,14 @@ def test_cli_fit_with_lags_equals_the_api(smc_fits, tmp_path):
     assert result.exit_code == 0, result.output
     api = lagged.predict(H, X_df=df.iloc[N:][["ds", "temp"]])
     np.testing.assert_allclose(pd.read_csv(out)["AutoGP"], api["AutoGP"], rtol=1e-12)
+
+
+def test_lagged_copies_share_their_covariates_prior_weight():
+    names = ["temp", "temp_lag1", "temp_lag3", "work", "work_lag1", "work_lag3"]
+    assert prior_shares(names, [0, 1, 3]) == (1 / 3,) * 6
+    # without lags a column named like a copy is a covariate of its own
+    assert prior_shares(["temp", "temp_lag1", "work"], [0]) == (1.0, 1.0, 1.0)
+    assert prior_shares(["temp", "temp_lag1", "work"], [0, 1]) == (0.5, 0.5, 1.0)
 
 
 # ---- choosing the lags ---------------------------------------------------------------------------

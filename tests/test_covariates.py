@@ -92,6 +92,12 @@ def test_grammar_draws_covariate_atoms_only_with_covariates():
     w = np.asarray(two.weights)
     assert w[covariates.linear_opcode(2)] == 4.0 and w[covariates.smooth_opcode(2)] == 2.0
     assert w[covariates.linear_opcode(3)] == 0.0
+    # shares: covariate k's atoms get its share of the weight, still 2:1
+    split = np.asarray(gr.with_covariates(base, 2, 6.0, shares=(0.5, 0.25)).weights)
+    assert split[covariates.linear_opcode(1)] == 2.0 and split[covariates.smooth_opcode(1)] == 1.0
+    assert split[covariates.linear_opcode(2)] == 1.0 and split[covariates.smooth_opcode(2)] == 0.5
+    with pytest.raises(ValueError, match="shares"):
+        gr.with_covariates(base, 2, 6.0, shares=(1.0,))
     # Exact prior: the product of the production probabilities, written out (a CP may sit at
     # the root only, so the children's choices leave it out).
     root_total, child_total = w.sum(), w.sum() - w[spec.CP]

@@ -71,8 +71,9 @@ class GrammarConfig:
                              hi=MAX_SUPPORTED_DEPTH)
     weights: GrammarWeights = section(GrammarWeights, "structure-prior weights")
     covariate_weight: float = setting(
-        6.0, "prior weight of each covariate's atoms (LIN[c] gets 2/3 of it, SE[c] 1/3); used "
-        "only for data with covariates (extra numeric columns)", lo=0.0, hi=1e6)
+        6.0, "prior weight of each covariate's atoms (LIN[c] gets 2/3 of it, SE[c] 1/3; a "
+        "covariate's lagged copies, data.covariate_lags, share it evenly); used only for data "
+        "with covariates (extra numeric columns)", lo=0.0, hi=1e6)
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,14 @@ def lag_sources(names: Sequence[str], lags: Sequence[int]) -> tuple[tuple[str, i
     return tuple(out)
 
 
+def prior_shares(names: Sequence[str], lags: Sequence[int]) -> tuple[float, ...]:
+    """Each model column's share of its covariate's prior weight: a covariate's lagged copies
+    split one covariate's weight evenly, so that offering lags spreads the prior over them
+    instead of multiplying the prior mass of covariate terms by the number of lags."""
+    bases = [base for base, _ in lag_sources(names, lags)]
+    return tuple(1.0 / bases.count(base) for base in bases)
+
+
 def lag_times(axis: TimeAxis, t: np.ndarray, k: int) -> np.ndarray:
     """Numeric times ``k`` grid steps before ``t`` (business days skip weekends)."""
     t = np.asarray(t, dtype=np.float64)
@@ -181,5 +189,5 @@ def training_lags(names: Sequence[str], lags: Sequence[int], history: History, t
 
 
 __all__ = ["History", "history_of", "is_lagged", "lag_name", "lag_sources", "lag_times",
-           "lagged_names", "lagged_values", "look_up", "merged", "rebuilt_history",
+           "lagged_names", "lagged_values", "look_up", "merged", "prior_shares", "rebuilt_history",
            "refuse_ambiguous", "stamp_of", "training_lags"]

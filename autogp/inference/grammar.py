@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -195,19 +195,24 @@ class Grammar:
         return np.asarray(self.param_prior_std)
 
 
-def with_covariates(grammar: Grammar, count: int, weight: float) -> Grammar:
-    """``grammar`` with the atoms of ``count`` covariates switched on: each covariate's
-    ``LIN[k]`` gets two thirds of ``weight`` and its ``SE[k]`` one third (a linear effect is
-    the likelier and the easier to read). ``count = 0`` returns ``grammar`` itself."""
+def with_covariates(grammar: Grammar, count: int, weight: float,
+                    shares: Sequence[float] | None = None) -> Grammar:
+    """``grammar`` with the atoms of ``count`` covariates switched on: covariate ``k``'s atoms
+    get ``weight * shares[k]`` (``shares``: all 1 when None), of which ``LIN[k]`` two thirds
+    and ``SE[k]`` one third (a linear effect is the likelier and the easier to read).
+    ``count = 0`` returns ``grammar`` itself."""
     if count == 0:
         return grammar
     if not 0 < count <= covariates.MAX_COVARIATES:
         raise ValueError(f"at most {covariates.MAX_COVARIATES} covariates are supported, "
                          f"got {count}")
+    shares = (1.0,) * count if shares is None else tuple(float(s) for s in shares)
+    if len(shares) != count or min(shares) < 0:
+        raise ValueError(f"shares: {count} numbers >= 0 expected, got {shares}")
     weights = list(grammar.weights)
-    for k in range(1, count + 1):
-        weights[covariates.linear_opcode(k)] = 2.0 * weight / 3.0
-        weights[covariates.smooth_opcode(k)] = weight / 3.0
+    for k, share in enumerate(shares, start=1):
+        weights[covariates.linear_opcode(k)] = 2.0 * weight * share / 3.0
+        weights[covariates.smooth_opcode(k)] = weight * share / 3.0
     return dataclasses.replace(grammar, weights=tuple(weights))
 
 

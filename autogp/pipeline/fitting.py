@@ -21,6 +21,7 @@ import numpy as np
 from autogp.config import Config, engine_settings
 from autogp.data import DataError, Scaler, TimeSeries
 from autogp.data.covariates import CovariateScaling
+from autogp.data.lags import prior_shares
 from autogp.data.seasons import candidate_periods, mase_season
 from autogp.data.transform import choose_transform
 from autogp.evaluator.sparse import inducing_points_for
@@ -228,15 +229,14 @@ def _window_posterior(series: TimeSeries, config: Config, *, panel: bool,
     key = series_key(config.seed, series.key_id or series.unique_id, panel)
     series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
-    grammar, settings = engine_settings(config)
     scaling = covariate_scaling(series, config)
+    grammar, settings = covariate_engine(config, scaling)
     y = scaler.forward_y(series.y)
     if scaling is None:
         x = scaler.forward_t(series.t)
     else:
         x = np.column_stack([scaler.forward_t(series.t),
                              scaling.forward(series.covariates.to_numpy())])
-        grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight)
     result = smc.run_smc(x, y, grammar, settings, key=key, callback=callback,
                          seasonal_period=seasonal_periods(series, scaler),
                          **known_noise(series, scaler, config))
@@ -246,11 +246,13 @@ def _window_posterior(series: TimeSeries, config: Config, *, panel: bool,
 
 
 def covariate_engine(config: Config, scaling: CovariateScaling | None):
-    """The grammar and SMC settings that continue a fit with the covariates of ``scaling``
-    (their atoms in the grammar, as in :func:`fit_series_posterior`; None: without any)."""
+    """The grammar and SMC settings of a fit with the covariates of ``scaling`` (their atoms
+    in the grammar, each covariate's lagged copies sharing its prior weight:
+    :func:`autogp.data.lags.prior_shares`; None: without any)."""
     grammar, settings = engine_settings(config)
     if scaling is not None:
-        grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight)
+        grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight,
+                                  prior_shares(scaling.names, config.data.covariate_lags))
     return grammar, settings
 
 
