@@ -15,7 +15,7 @@ from autogp import AutoGP, load
 from autogp.cli.main import app
 from autogp.config import ConfigError, load_config
 from autogp.data import AutoGPDataWarning, DataError
-from autogp.data.lags import lag_times, prior_shares
+from autogp.data.lags import lag_sources, lag_times, prior_shares
 from autogp.forecast.lag_choice import cv_mase
 from autogp.forecast.reading import read_series
 from tests.helpers import temperature_frame
@@ -156,10 +156,10 @@ def test_cli_fit_with_lags_equals_the_api(smc_fits, tmp_path):
 
 def test_lagged_copies_share_their_covariates_prior_weight():
     names = ["temp", "temp_lag1", "temp_lag3", "work", "work_lag1", "work_lag3"]
-    assert prior_shares(names, [0, 1, 3]) == (1 / 3,) * 6
+    assert prior_shares(lag_sources(names, [0, 1, 3])) == (1 / 3,) * 6
     # without lags a column named like a copy is a covariate of its own
-    assert prior_shares(["temp", "temp_lag1", "work"], [0]) == (1.0, 1.0, 1.0)
-    assert prior_shares(["temp", "temp_lag1", "work"], [0, 1]) == (0.5, 0.5, 1.0)
+    assert prior_shares(lag_sources(["temp", "temp_lag1", "work"], [0])) == (1.0, 1.0, 1.0)
+    assert prior_shares(lag_sources(["temp", "temp_lag1", "work"], [0, 1])) == (0.5, 0.5, 1.0)
 
 
 # ---- choosing the lags ---------------------------------------------------------------------------

@@ -47,6 +47,11 @@ class CovariateScaling:
         """Whether some column is a covariate lagged (``data.covariate_lags``)."""
         return any(k for _, k in self.sources)
 
+    @property
+    def lags(self) -> tuple[int, ...]:
+        """The lags its columns were made at, sorted (``(0,)`` without lagged copies)."""
+        return tuple(sorted({k for _, k in self.column_sources()}))
+
     def column_sources(self) -> tuple[tuple[str, int], ...]:
         """``(covariate, lag)`` of each column (lag 0 throughout without lags)."""
         return self.sources or tuple((n, 0) for n in self.names)

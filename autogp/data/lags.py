@@ -63,11 +63,12 @@ def lag_sources(names: Sequence[str], lags: Sequence[int]) -> tuple[tuple[str, i
     return tuple(out)
 
 
-def prior_shares(names: Sequence[str], lags: Sequence[int]) -> tuple[float, ...]:
-    """Each model column's share of its covariate's prior weight: a covariate's lagged copies
-    split one covariate's weight evenly, so that offering lags spreads the prior over them
-    instead of multiplying the prior mass of covariate terms by the number of lags."""
-    bases = [base for base, _ in lag_sources(names, lags)]
+def prior_shares(sources: Sequence[tuple[str, int]]) -> tuple[float, ...]:
+    """Each model column's share of its covariate's prior weight, given each column's
+    ``(covariate, lag)``: a covariate's lagged copies split one covariate's weight evenly, so
+    that offering lags spreads the prior over them instead of multiplying the prior mass of
+    covariate terms by the number of lags."""
+    bases = [base for base, _ in sources]
     return tuple(1.0 / bases.count(base) for base in bases)
 
 

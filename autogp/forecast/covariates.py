@@ -180,7 +180,7 @@ def _lagged_future(post: Posterior, t: np.ndarray, stamps: pd.Index, frame: pd.D
     if len(bad):
         m, c = bad[0]
         base, k = sources[c]
-        lags = sorted({lag for _, lag in sources})
+        lags = list(post.covariate_scaling.lags)
         why = ("no X_df was given" if frame is None else f"X_df has no column {base!r}"
                if base not in frame.columns else "X_df has no row or no number for that date")
         needs = (f", which column {lag_name(base, k)!r} needs at {stamp_of(axis, t[m])},"

@@ -68,7 +68,7 @@ def row_covariates(fit: Posterior, frame: pd.DataFrame | None, stamps: pd.Index,
     if not names:
         return None
     if fit.covariate_scaling.lagged:
-        lags = sorted({k for _, k in fit.covariate_scaling.sources})
+        lags = list(fit.covariate_scaling.lags)
         raise NotImplementedError(
             f"{what}: series {fit.unique_id!r} was fitted with lagged covariates "
             f"(data.covariate_lags = {lags}), whose columns on new or revised rows depend on "

@@ -252,7 +252,7 @@ def covariate_engine(config: Config, scaling: CovariateScaling | None):
     grammar, settings = engine_settings(config)
     if scaling is not None:
         grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight,
-                                  prior_shares(scaling.names, config.data.covariate_lags))
+                                  prior_shares(scaling.column_sources()))
     return grammar, settings
 
 
