@@ -81,7 +81,7 @@ def test_a_run_reads_only_its_series_and_gets_what_a_whole_read_gives(tmp_path, 
     expected = [s for s in whole if members is None or s.unique_id in members]
     if limit is not None:
         expected = stratified_sample(expected, path, "unique_id", limit, seed=3)
-    ids = series_to_read(path, config, limit)
+    ids = series_to_read(path, config, members, limit)
     assert ids == [s.unique_id for s in expected]
     got, errors = read_series_tolerant(series_reader(config, ids), path, "unique_id", ids=ids)
     assert not errors and [s.unique_id for s in got] == ids
@@ -150,7 +150,7 @@ def test_a_panel_read_whole_still_gets_its_group_and_sample(monkeypatch, tmp_pat
     # A row without an id: the ids cannot be chosen before reading (the whole, tolerant read
     # names that row), and the group and the sample are chosen after it, as from a whole read.
     from autogp.config import load_config
-    from autogp.experiments.runner import run_single_experiment, series_to_read
+    from autogp.experiments.runner import group_members, run_single_experiment, series_to_read
     from tests.test_forecast import install_fake_smc
 
     install_fake_smc(monkeypatch)
@@ -176,7 +176,9 @@ model = ""
 group_col = "freq"
 group_value = "QS"
 """)
-    assert series_to_read(path, load_config(config), 5) is None
+    run_config = load_config(config)
+    members = group_members(path, run_config)
+    assert series_to_read(path, run_config, members, 5) is None
     summary = run_single_experiment(config, limit=5, quiet=True)
     fitted = set(pd.read_csv(tmp_path / "out" / "forecast.csv")["unique_id"])
     quarterly = {f"N{i}" for i in range(40) if i % 3 == 1}

@@ -48,14 +48,18 @@ class RawTable:
     def take(self, rows: np.ndarray) -> RawTable:
         """The rows ``rows`` of every column read (row labels kept, for messages)."""
         return RawTable(self.source, list(self.columns),
-                        {c: self.subset(rows, c).cells[c] for c in self.cells},
+                        {c: _rows_of(v, rows) for c, v in self.cells.items()},
                         self.rows[rows], self.row_word)
 
     def subset(self, rows: np.ndarray, col: str) -> RawTable:
         """The rows ``rows`` of one column of ``self`` (row labels kept, for messages)."""
-        vals = self.cells[col]
-        part = vals.iloc[rows] if isinstance(vals, pd.Series) else np.asarray(vals)[rows]
-        return RawTable(self.source, [col], {col: part}, self.rows[rows], self.row_word)
+        return RawTable(self.source, [col], {col: _rows_of(self.cells[col], rows)},
+                        self.rows[rows], self.row_word)
+
+
+def _rows_of(vals: Any, rows: np.ndarray) -> Any:
+    """Entries ``rows`` of one column's cells (a Series stays a Series)."""
+    return vals.iloc[rows] if isinstance(vals, pd.Series) else np.asarray(vals)[rows]
 
 
 def plural(n: int, word: str) -> str:

@@ -134,11 +134,12 @@ def panel_ids(data_path: Path, config: Config) -> list[str] | None:
     return None if "" in unique or len(set(unique)) != len(unique) else unique
 
 
-def series_to_read(data_path: Path, config: Config, limit: int | None) -> list[str] | None:
-    """The ids of the series the run fits: the config's group, then ``limit`` of them
+def series_to_read(data_path: Path, config: Config, members: set[str] | None,
+                   limit: int | None) -> list[str] | None:
+    """The ids of the series the run fits: those of its group ``members`` (None: all, see
+    :func:`group_members`), then ``limit`` of them
     (:func:`~autogp.experiments.sampling.stratified_sample`); None: every series is read (no
     group and no limit, or ids that only a whole read can check)."""
-    members = group_members(data_path, config)
     if members is None and limit is None:
         return None
     ids = panel_ids(data_path, config)
@@ -234,12 +235,12 @@ def run_single_experiment(
         )
     data_path = resolve_data_path(config, config_path)
     # Only the series the run fits are parsed (a sample of thousands reads in a second).
-    ids = series_to_read(data_path, config, limit)
+    members = group_members(data_path, config)
+    ids = series_to_read(data_path, config, members, limit)
     all_series, read_errors = read_series_tolerant(
         series_reader(config, ids), data_path, config.data.id_col, sep=config.data.sep, ids=ids
     )
     if ids is None:  # every series was read: its group and sample are chosen now
-        members = group_members(data_path, config)
         all_series = [s for s in all_series if members is None or s.unique_id in members]
         if limit is not None:
             all_series = stratified_sample(all_series, data_path, config.data.id_col, limit,
