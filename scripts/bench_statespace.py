@@ -19,8 +19,11 @@ route would cost before it is built, in three parts:
 * ``grammar``: the package's own state-space likelihood (``autogp.statespace``) of the tree
   ``LIN + PER * M32 + WN`` (PER's order chosen at its tolerance), value and gradient per call at
   each ``--long`` size on the cores given (pin one with ``taskset -c 0``): its state dimension,
-  milliseconds, peak resident memory, and the filter's forms side by side: the sequential
-  ``lax.scan`` against ``lax.associative_scan`` (parallel in time) for the same value;
+  milliseconds, peak resident memory, and the likelihood's forms side by side: the Kalman
+  filter's sequential ``lax.scan`` (gradient by the adjoint pass or by reverse mode), the
+  Chandrasekhar recursions for time-invariant trees (``method="auto"``, with their value's and
+  gradient's relative differences to the filter's), and ``lax.associative_scan`` (parallel in
+  time) for the same value;
 * ``steady``: a frozen (steady-state) gain after K exact Riccati steps against the exact filter
   at each ``--steady`` size: milliseconds, ratios, and the errors of value and gradient;
 * ``per_orders``: the exact filter with PER's order at looser tolerances, at each ``--orders``
@@ -285,9 +288,10 @@ def grammar_cost(sizes, repeats: int, tolerance: float, seed: int,
         noise_draw = 0.1 * np.random.default_rng(seed).normal(size=size)
         y = jnp.asarray(np.sin(40 * np.pi * x) + x + noise_draw)
 
-        def total(p, s, x=x, y=y, gradient="adjoint"):
+        def total(p, s, x=x, y=y, gradient="adjoint", method="kalman"):
             return jnp.sum(state_space_log_likelihood(ops, p, s, x, y, dim=dim, regular_grid=True,
-                                                      tolerance=tolerance, gradient=gradient))
+                                                      tolerance=tolerance, gradient=gradient,
+                                                      method=method))
 
         row = {"n": size, "tree": GRAMMAR_TREE, "state_dim": dim, "per_tolerance": tolerance,
                "value_ms": 1e3 * _timed(jax.jit(total), params, noise, repeats=repeats)}
@@ -297,6 +301,17 @@ def grammar_cost(sizes, repeats: int, tolerance: float, seed: int,
             row[f"value_and_grad_{gradient}_ms"] = 1e3 * _timed(value_and_grad, params, noise,
                                                                 repeats=repeats)
             row[f"peak_rss_mb_after_{gradient}"] = _peak_rss_mb()
+        fast = functools.partial(total, method="auto")
+        row["chandrasekhar_value_ms"] = 1e3 * _timed(jax.jit(fast), params, noise, repeats=repeats)
+        row["chandrasekhar_value_and_grad_ms"] = 1e3 * _timed(
+            jax.jit(jax.value_and_grad(fast, argnums=(0, 1))), params, noise, repeats=repeats)
+        row["peak_rss_mb_after_chandrasekhar"] = _peak_rss_mb()
+        (v_fast, g_fast), (v_filter, g_filter) = (
+            jax.value_and_grad(f, argnums=(0, 1))(params, noise) for f in (fast, total))
+        row["chandrasekhar_value_rel_diff"] = abs(float(v_fast - v_filter)) / abs(float(v_filter))
+        row["chandrasekhar_grad_rel_diff"] = max(
+            float(jnp.max(jnp.abs(a - b)) / jnp.max(jnp.abs(b)))
+            for a, b in zip(jax.tree.leaves(g_fast), jax.tree.leaves(g_filter), strict=True))
         if size <= associative_max:
             row["associative_value_ms"] = 1e3 * associative_cost(ops, params, noise, x, y, dim,
                                                                  tolerance, repeats)
@@ -447,7 +462,7 @@ def steady_state_cost(sizes, heads, repeats: int, tolerance: float, seed: int,
 
         def exact(p, s, x=x, y=y):
             return jnp.sum(state_space_log_likelihood(ops, p, s, x, y, dim=dim, regular_grid=True,
-                                                      tolerance=tolerance))
+                                                      tolerance=tolerance, method="kalman"))
 
         exact_vg = jax.jit(jax.value_and_grad(exact, argnums=(0, 1)))
         ll0, (gp0, gs0) = exact_vg(params, noise)
@@ -507,7 +522,8 @@ def per_order_cost(sizes, tolerances, repeats: int, seed: int) -> list:
 
             def total(p, s, x=x, y=y, dim=dim, tolerance=tolerance):
                 return jnp.sum(state_space_log_likelihood(
-                    ops, p, s, x, y, dim=dim, regular_grid=True, tolerance=tolerance))
+                    ops, p, s, x, y, dim=dim, regular_grid=True, tolerance=tolerance,
+                    method="kalman"))
 
             value_and_grad = jax.jit(jax.value_and_grad(total, argnums=(0, 1)))
             value, (gp, gs) = value_and_grad(params, noise)

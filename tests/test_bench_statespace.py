@@ -89,8 +89,12 @@ def test_tiny_run_times_the_grammar_tree(bench):
     (row,) = report["grammar"]
     assert row["n"] == 64 and row["state_dim"] == 44  # LIN 2 + (PER 2 * 10 + 1) * M32 2
     for key in ("value_ms", "value_and_grad_adjoint_ms", "value_and_grad_autodiff_ms",
+                "chandrasekhar_value_ms", "chandrasekhar_value_and_grad_ms",
                 "associative_value_ms"):
         assert row[key] > 0
+    # the tree is time-invariant: the recursions are the filter's likelihood
+    assert row["chandrasekhar_value_rel_diff"] < 1e-10
+    assert row["chandrasekhar_grad_rel_diff"] < 1e-8
     (row,) = report["steady"]
     assert row["n"] == 64 and row["head_steps"] == 16
     assert row["value_speedup"] == pytest.approx(row["exact_value_ms"] / row["frozen_value_ms"])

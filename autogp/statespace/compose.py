@@ -44,6 +44,10 @@ REASONS: Final = {
 }
 
 
+#: Atoms whose marginal state covariance ``P(t)`` changes with ``t``.
+MOVING: Final = (at.LIN, at.BM, at.IBM)
+
+
 class Layout(NamedTuple):
     """One tree's index maps into its per-step tables (time-invariant; ints)."""
 
@@ -53,6 +57,9 @@ class Layout(NamedTuple):
     wn_weight: jax.Array  # [S, C] change-point sigmoid codes of each WN slot (into the H table)
     is_wn: jax.Array  # [S] bool: reachable white noise
     leaf: jax.Array  # [D] the atom slot of each root state's first factor (-1: inactive)
+    moving: jax.Array  # [D] bool: a LIN, BM or IBM on the state's chain (its P(t) moves in t)
+    factors: jax.Array  # [D] the number of atoms on each state's chain
+    reach: jax.Array  # [S] bool: slots reachable from the root
     n: jax.Array  # the tree's state dimension (capped at D + 1)
     used: jax.Array  # the states it occupies in the blocked layout (alignment included)
     biggest: jax.Array  # its largest transition block
@@ -189,7 +196,9 @@ def layout(ops, theta, dim: int, *, tolerance: float, harmonics: int, max_factor
         codes.append(jnp.where(jnp.asarray(a >= 0) & (ops[np.maximum(a, 0)] == spec.CP),
                                _cp_offset(S) + jnp.asarray(code), _one_h(S)))
     wn_weight = (jnp.stack(codes, -1) if codes else jnp.full((S, 1), _one_h(S))).astype(jnp.int32)
-    return Layout(idx_a, idx_p, idx_h, wn_weight, is_wn, F[0], n, used, biggest, reason)
+    moving = jnp.any((F >= 0) & jnp.isin(ops[jnp.maximum(F, 0)], jnp.asarray(MOVING)), axis=0)
+    return Layout(idx_a, idx_p, idx_h, wn_weight, is_wn, F[0], moving, jnp.sum(F >= 0, axis=0),
+                  reach, n, used, biggest, reason)
 
 
 def _blocked(ops, F, R, G, n, block: int):
@@ -381,7 +390,7 @@ def observation_noise(lay: Layout, theta, h_table):
 
 
 __all__ = [
-    "REASONS", "Layout", "add_blocks", "block_left", "block_matvec", "block_rmatvec",
+    "MOVING", "REASONS", "Layout", "add_blocks", "block_left", "block_matvec", "block_rmatvec",
     "block_sandwich", "covariance_table", "covariance_weights", "dense", "gather", "layout",
     "observation_noise", "observation_table", "support", "transition_table",
 ]  # fmt: skip

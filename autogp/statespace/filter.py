@@ -29,6 +29,8 @@ from autogp.statespace.models import MAX_HARMONICS, PER_TOLERANCE
 MAX_FACTORS = 4
 #: Default size of the transition's diagonal blocks (LIN, PER's harmonics times a Matern 3/2).
 BLOCK = 4
+#: Default rank of the Chandrasekhar recursions' covariance increments (moving states plus one).
+RANK = 4
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
@@ -40,6 +42,7 @@ class Options(NamedTuple):
     harmonics: int = MAX_HARMONICS
     max_factors: int = MAX_FACTORS
     block: int = BLOCK
+    rank: int = RANK
 
 
 class Model(NamedTuple):
@@ -163,6 +166,6 @@ def broadcast_data(P, x, y, mask):
 
 
 __all__ = [
-    "BLOCK", "MAX_FACTORS", "Model", "Options", "Support", "broadcast_data", "kalman_scan",
+    "BLOCK", "MAX_FACTORS", "RANK", "Model", "Options", "Support", "broadcast_data", "kalman_scan",
     "marginal", "model", "observation", "observed", "round_up", "steps", "support", "transition",
 ]  # fmt: skip

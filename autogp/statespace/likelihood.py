@@ -1,5 +1,6 @@
 """The state-space log likelihood of a batch of packed trees: the filter vmapped over the
-trees in one compiled program, with the adjoint gradient (or reverse mode through the scan)."""
+trees in one compiled program, with the adjoint gradient (or reverse mode through the scan);
+on a regular grid, a batch of time-invariant trees takes the Chandrasekhar recursions."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from autogp.statespace import chandrasekhar
 from autogp.statespace.filter import (
     BLOCK,
     MAX_FACTORS,
+    RANK,
     Options,
     broadcast_data,
     kalman_scan,
@@ -33,16 +36,38 @@ def _one(ops, params, noise, x, y, mask, options, regular_grid, adjoint):
     return jnp.where(fine, ll, -jnp.inf)
 
 
-@functools.partial(jax.jit, static_argnames=("options", "regular_grid", "adjoint"))
-def _batch(ops, params, noise, x, y, mask, options, regular_grid, adjoint):
-    return jax.vmap(_one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
-        ops, params, noise, x, y, mask, options, regular_grid, adjoint)
+def _invariant(ops, params, noise, x, y, mask, options):
+    mod = model(ops, params, noise, options)
+    _, ok = observed(y, mask)
+    return chandrasekhar.time_invariant(mod, x, ok, options.rank)
+
+
+def _fast(ops, params, noise, x, y, options):
+    return chandrasekhar.log_likelihood(model(ops, params, noise, options), x, y, options,
+                                        options.rank)
+
+
+@functools.partial(jax.jit, static_argnames=("options", "regular_grid", "adjoint", "method"))
+def _batch(ops, params, noise, x, y, mask, options, regular_grid, adjoint, method):
+    def kalman():
+        return jax.vmap(_one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
+            ops, params, noise, x, y, mask, options, regular_grid, adjoint)
+
+    if not (regular_grid and method == "auto"):
+        return kalman()
+    every = jnp.all(jax.vmap(_invariant, in_axes=(0, 0, 0, 0, 0, 0, None))(
+        ops, params, noise, x, y, mask, options))
+    # One tree that is not time-invariant sends the whole batch to the filter: a value selected
+    # per tree would pass the unused branch's non-finite partials into the gradient.
+    return jax.lax.cond(every, lambda: jax.vmap(_fast, in_axes=(0, 0, 0, 0, 0, None))(
+        ops, params, noise, x, y, options), kalman)
 
 
 def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
                                regular_grid: bool = False, tolerance: float = PER_TOLERANCE,
                                harmonics: int = MAX_HARMONICS, max_factors: int = MAX_FACTORS,
-                               block: int = BLOCK, gradient: str = "adjoint"):
+                               block: int = BLOCK, gradient: str = "adjoint",
+                               method: str = "auto", rank: int = RANK):
     """log p(y[mask] | tree, params, noise) per tree ``[P]`` by the Kalman filter.
 
     The same arguments as the dense ``evaluator.log_marginal_likelihood`` (packed ``ops [P, S]``,
@@ -55,14 +80,21 @@ def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
     Differentiable in ``params`` and ``noise``: ``gradient="adjoint"`` by the backward pass of
     ``statespace.gradient`` (exact; nothing stored per step but the filter's mean and
     covariance), ``"autodiff"`` by reverse mode through the scan (the reference).
+    ``method="auto"``: on a regular grid where every tree of the batch is time-invariant
+    (:func:`chandrasekhar.time_invariant`: every point observed, no change point, at most
+    ``rank - 1`` states with a ``LIN``, ``BM`` or ``IBM``), the same likelihood by the
+    Chandrasekhar recursions, ``O(N D rank)`` instead of ``O(N D^2)`` (gradient by reverse
+    mode); ``"kalman"``: always the filter.
     """
     if gradient not in ("adjoint", "autodiff"):
         raise ValueError(f"gradient must be 'adjoint' or 'autodiff', got {gradient!r}")
+    if method not in ("auto", "kalman"):
+        raise ValueError(f"method must be 'auto' or 'kalman', got {method!r}")
     ops = jnp.asarray(ops)
     x, y, mask = broadcast_data(ops.shape[0], x, y, mask)
-    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block)
+    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block, int(rank))
     return _batch(ops, params, noise, x, y, mask, options, bool(regular_grid),
-                  gradient == "adjoint")
+                  gradient == "adjoint", method)
 
 
 __all__ = ["state_space_log_likelihood"]

@@ -1,0 +1,138 @@
+"""autogp.statespace.chandrasekhar: on a regular grid, time-invariant trees get the dense
+Gaussian likelihood (value and gradient) from the Chandrasekhar recursions; trees that are not
+time-invariant (change points, a BM starting inside the data, missing points, more moving states
+than the rank) are recognised, and a batch holding one is scored by the Kalman filter."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autogp._x64 import x64
+from autogp.evaluator import gram
+from autogp.kernels.packing import pack
+from autogp.kernels.text import parse
+from autogp.statespace import chandrasekhar, state_space_log_likelihood, support
+from autogp.statespace.filter import Options, model, observed, round_up
+
+INVARIANT = [
+    "LIN(intercept=0.4; bias=0.3, amp=0.8) + PER(l=0.8, period=0.21; amp=0.9)"
+    " * M32(l=0.4; amp=1.0) + WN(v=0.1)",
+    "M52(l=0.1; amp=2.0) + BM(origin=-0.1; amp=1.0) + LIN(intercept=0.6; bias=0.2, amp=1.0)",
+    "IBM(origin=-0.05; amp=3.0) + M12(l=0.3; amp=1.2) * M32(l=0.5; amp=0.7)",
+    "CONST(c=0.5) + PER(l=1.2, period=0.3; amp=0.5) * M12(l=0.25; amp=1.3) + M72(l=0.3; amp=0.6)",
+    "BM(origin=-0.02; amp=0.5) + M12(l=0.2; amp=0.4)",
+]
+NOT_INVARIANT = [
+    "CP(M32(l=0.2; amp=1.0), LIN(intercept=0.5; bias=0.3, amp=1.5); location=0.6, scale=0.05)",
+    "BM(origin=0.2; amp=0.5) + M12(l=0.2; amp=2.0)",  # the walk starts inside the data
+    "LIN(intercept=0.6; bias=0.2, amp=1.0) * M32(l=0.3; amp=1.0)",  # Q grows with LIN's P(t)
+    "LIN(intercept=0.6; bias=0.2, amp=1.0) + BM(origin=-0.1; amp=1.0) + IBM(origin=-0.05; amp=2.0)"
+    " + M32(l=0.3; amp=1.0)",  # five moving states
+]
+DIM = 56
+
+
+def _data(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0.0, 1.0, n)
+    return x, np.sin(7 * x) + 0.5 * x + 0.3 * rng.normal(size=n)
+
+
+def _packed(texts):
+    ops, params = pack([parse(t) for t in texts])
+    return jnp.asarray(ops), jnp.asarray(params), jnp.full(len(texts), np.log(0.04))
+
+
+def _dense(ops, params, noise, x, y):
+    """log N(y | 0, K + s I) per tree by a plain Cholesky (no jitter) and its gradient."""
+
+    def total(p, s):
+        C = gram(ops, p, x) + jnp.exp(s)[:, None, None] * jnp.eye(len(x))
+        L = jnp.linalg.cholesky(C)
+        a = jax.scipy.linalg.cho_solve((L, True), jnp.broadcast_to(y, (len(ops), len(y)))[..., None])
+        logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1)
+        return -0.5 * (jnp.sum(y * a[..., 0], -1) + logdet + len(y) * np.log(2 * np.pi))
+
+    return total(params, noise), jax.grad(lambda p, s: jnp.sum(total(p, s)), (0, 1))(params, noise)
+
+
+def _recursions(ops, params, noise, x, y, rank=chandrasekhar.RANK):
+    """Each tree's flag and value by the module's functions directly, and the gradient."""
+    dim = round_up(int(np.max(support(ops, params, dim=DIM).used)), 4)
+    options = Options(dim, rank=rank)
+
+    def one(o, p, s):
+        return chandrasekhar.log_likelihood(model(o, p, s, options), x, y, options, rank)
+
+    def flag(o, p, s):
+        return chandrasekhar.time_invariant(model(o, p, s, options), x, observed(y, None)[1], rank)
+
+    values = jax.vmap(one)(ops, params, noise)
+    grads = jax.grad(lambda p, s: jnp.sum(jax.vmap(one)(ops, p, s)), (0, 1))(params, noise)
+    return np.asarray(jax.vmap(flag)(ops, params, noise)), values, grads
+
+
+def _assert_grads_close(got, want, rtol):
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert np.max(np.abs(g - w)) <= rtol * np.max(np.abs(w)), (g - w, w)
+
+
+@pytest.mark.parametrize("n", [200, 1000])
+def test_time_invariant_trees_match_the_dense_likelihood(n):
+    with x64():
+        x, y = _data(n, seed=n)
+        ops, params, noise = _packed(INVARIANT)
+        flags, values, grads = _recursions(ops, params, noise, x, jnp.asarray(y))
+        assert flags.all()
+        ref_values, ref_grads = _dense(ops, params, noise, x, y)
+        # PER's kernel is truncated at 1e-10 of its amplitude
+        np.testing.assert_allclose(values, ref_values, rtol=1e-8)
+        _assert_grads_close(grads, ref_grads, 1e-7)
+
+
+def test_more_moving_states_need_a_larger_rank():
+    with x64():
+        x, y = _data(150, seed=4)
+        ops, params, noise = _packed(NOT_INVARIANT[3:])
+        assert not _recursions(ops, params, noise, x, jnp.asarray(y))[0][0]
+        flags, values, grads = _recursions(ops, params, noise, x, jnp.asarray(y), rank=6)
+        assert flags[0]
+        ref_values, ref_grads = _dense(ops, params, noise, x, y)
+        np.testing.assert_allclose(values, ref_values, rtol=1e-9)
+        _assert_grads_close(grads, ref_grads, 1e-8)
+
+
+def test_trees_that_are_not_time_invariant_are_recognised_and_filtered():
+    with x64():
+        x, y = _data(120, seed=1)
+        ops, params, noise = _packed(NOT_INVARIANT + INVARIANT[:1])
+        flags = _recursions(ops, params, noise, x, jnp.asarray(y))[0]
+        assert list(flags) == [False, False, False, False, True]
+        missing = y.copy()
+        missing[30] = np.nan
+        assert not _recursions(ops[4:], params[4:], noise[4:], x, jnp.asarray(missing))[0][0]
+
+        def scored(method, ys=y, o=ops, p=params, s=noise):
+            return jax.value_and_grad(lambda p, s: jnp.sum(state_space_log_likelihood(
+                o, p, s, x, ys, dim=DIM, regular_grid=True, method=method)), (0, 1))(p, s)
+
+        # one tree that is not time-invariant: the whole batch by the Kalman filter
+        auto, kalman = scored("auto"), scored("kalman")
+        assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-14)
+        _assert_grads_close(auto[1], kalman[1], 1e-13)
+        ref_values, _ = _dense(ops, params, noise, x, y)
+        assert float(auto[0]) == pytest.approx(float(jnp.sum(ref_values)), rel=1e-9)
+        # a batch that is: the recursions, equal to the filter to rounding
+        auto, kalman = (scored(m, o=ops[4:], p=params[4:], s=noise[4:]) for m in ("auto", "kalman"))
+        assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-11)
+        _assert_grads_close(auto[1], kalman[1], 1e-9)
+        # a missing point sends it back to the filter, which skips the point
+        auto, kalman = (scored(m, ys=missing, o=ops[4:], p=params[4:], s=noise[4:])
+                        for m in ("auto", "kalman"))
+        assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-14)
+        with pytest.raises(ValueError, match="method"):
+            state_space_log_likelihood(ops, params, noise, x, y, dim=DIM, method="fast")
