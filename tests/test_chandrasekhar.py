@@ -18,7 +18,7 @@ from autogp.statespace import chandrasekhar, state_space_log_likelihood, support
 from autogp.statespace.filter import Options, model, observed, round_up
 
 INVARIANT = [
-    "LIN(intercept=0.4; bias=0.3, amp=0.8) + PER(l=0.8, period=0.21; amp=0.9)"
+    "LIN(intercept=0.4; bias=0.3, amp=0.8) + PER(l=1.2, period=0.21; amp=0.9)"
     " * M32(l=0.4; amp=1.0) + WN(v=0.1)",
     "M52(l=0.1; amp=2.0) + BM(origin=-0.1; amp=1.0) + LIN(intercept=0.6; bias=0.2, amp=1.0)",
     "IBM(origin=-0.05; amp=3.0) + M12(l=0.3; amp=1.2) * M32(l=0.5; amp=0.7)",
@@ -32,7 +32,7 @@ NOT_INVARIANT = [
     "LIN(intercept=0.6; bias=0.2, amp=1.0) + BM(origin=-0.1; amp=1.0) + IBM(origin=-0.05; amp=2.0)"
     " + M32(l=0.3; amp=1.0)",  # five moving states
 ]
-DIM = 56
+DIM = 40
 
 
 def _data(n, seed=0):
@@ -117,22 +117,20 @@ def test_trees_that_are_not_time_invariant_are_recognised_and_filtered():
         assert not _recursions(ops[4:], params[4:], noise[4:], x, jnp.asarray(missing))[0][0]
 
         def scored(method, ys=y, o=ops, p=params, s=noise):
-            return jax.value_and_grad(lambda p, s: jnp.sum(state_space_log_likelihood(
-                o, p, s, x, ys, dim=DIM, regular_grid=True, method=method)), (0, 1))(p, s)
+            return state_space_log_likelihood(o, p, s, x, ys, dim=DIM, regular_grid=True,
+                                              method=method)
 
-        # one tree that is not time-invariant: the whole batch by the Kalman filter
-        auto, kalman = scored("auto"), scored("kalman")
-        assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-14)
-        _assert_grads_close(auto[1], kalman[1], 1e-13)
-        ref_values, _ = _dense(ops, params, noise, x, y)
-        assert float(auto[0]) == pytest.approx(float(jnp.sum(ref_values)), rel=1e-9)
-        # a batch that is: the recursions, equal to the filter to rounding
-        auto, kalman = (scored(m, o=ops[4:], p=params[4:], s=noise[4:]) for m in ("auto", "kalman"))
+        # one tree that is not time-invariant sends the whole batch to the Kalman filter
+        np.testing.assert_allclose(scored("auto"), scored("kalman"), rtol=1e-14)
+        np.testing.assert_allclose(scored("auto"), _dense(ops, params, noise, x, y)[0], rtol=1e-9)
+        # a batch that is: the recursions, equal to the filter to rounding, gradient too
+        o, p, s = ops[4:], params[4:], noise[4:]
+        auto, kalman = (jax.value_and_grad(lambda p, s, m=m: jnp.sum(scored(m, o=o, p=p, s=s)),
+                                           (0, 1))(p, s) for m in ("auto", "kalman"))
         assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-11)
         _assert_grads_close(auto[1], kalman[1], 1e-9)
         # a missing point sends it back to the filter, which skips the point
-        auto, kalman = (scored(m, ys=missing, o=ops[4:], p=params[4:], s=noise[4:])
-                        for m in ("auto", "kalman"))
-        assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-14)
+        np.testing.assert_allclose(scored("auto", missing, o, p, s),
+                                   scored("kalman", missing, o, p, s), rtol=1e-14)
         with pytest.raises(ValueError, match="method"):
             state_space_log_likelihood(ops, params, noise, x, y, dim=DIM, method="fast")

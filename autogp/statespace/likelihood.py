@@ -47,20 +47,61 @@ def _fast(ops, params, noise, x, y, options):
                                         options.rank)
 
 
+def _kalman(ops, params, noise, x, y, mask, options, regular_grid, adjoint):
+    return jax.vmap(_one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
+        ops, params, noise, x, y, mask, options, regular_grid, adjoint)
+
+
+def _forms(ops, x, y, mask, options, adjoint):
+    """Whether every tree is time-invariant, and the two forms as functions of the parameters."""
+    def every(params, noise):
+        return jnp.all(jax.vmap(_invariant, in_axes=(0, 0, 0, 0, 0, 0, None))(
+            ops, params, noise, x, y, mask, options))
+
+    def fast(params, noise):
+        return jax.vmap(_fast, in_axes=(0, 0, 0, 0, 0, None))(ops, params, noise, x, y, options)
+
+    def kalman(params, noise):
+        return _kalman(ops, params, noise, x, y, mask, options, True, adjoint)
+
+    return every, fast, kalman
+
+
+# One tree that is not time-invariant sends the whole batch to the filter: a value selected per
+# tree would pass the unused form's non-finite partials into the gradient. The choice is a
+# custom VJP, not a differentiated ``lax.cond``, whose residuals are both forms' (the filter's
+# are N D^2 floats, zeros when the recursions run).
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7))
+def _auto(ops, params, noise, x, y, mask, options, adjoint):
+    every, fast, kalman = _forms(ops, x, y, mask, options, adjoint)
+    return jax.lax.cond(every(params, noise), fast, kalman, params, noise)
+
+
+def _auto_fwd(ops, params, noise, x, y, mask, options, adjoint):
+    return _auto(ops, params, noise, x, y, mask, options, adjoint), (ops, params, noise, x, y,
+                                                                     mask)
+
+
+def _auto_bwd(options, adjoint, residuals, cotangent):
+    ops, params, noise, x, y, mask = residuals
+    every, fast, kalman = _forms(ops, x, y, mask, options, adjoint)
+
+    def pullback(form):
+        return lambda p, s: jax.vjp(form, p, s)[1](cotangent)
+
+    d_params, d_noise = jax.lax.cond(every(params, noise), pullback(fast), pullback(kalman),
+                                     params, noise)
+    return None, d_params, d_noise, None, None, None
+
+
+_auto.defvjp(_auto_fwd, _auto_bwd)
+
+
 @functools.partial(jax.jit, static_argnames=("options", "regular_grid", "adjoint", "method"))
 def _batch(ops, params, noise, x, y, mask, options, regular_grid, adjoint, method):
-    def kalman():
-        return jax.vmap(_one, in_axes=(0, 0, 0, 0, 0, 0, None, None, None))(
-            ops, params, noise, x, y, mask, options, regular_grid, adjoint)
-
     if not (regular_grid and method == "auto"):
-        return kalman()
-    every = jnp.all(jax.vmap(_invariant, in_axes=(0, 0, 0, 0, 0, 0, None))(
-        ops, params, noise, x, y, mask, options))
-    # One tree that is not time-invariant sends the whole batch to the filter: a value selected
-    # per tree would pass the unused branch's non-finite partials into the gradient.
-    return jax.lax.cond(every, lambda: jax.vmap(_fast, in_axes=(0, 0, 0, 0, 0, None))(
-        ops, params, noise, x, y, options), kalman)
+        return _kalman(ops, params, noise, x, y, mask, options, regular_grid, adjoint)
+    return _auto(ops, params, noise, x, y, mask, options, adjoint)
 
 
 def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
