@@ -52,7 +52,8 @@ def _dense(ops, params, noise, x, y):
     def total(p, s):
         C = gram(ops, p, x) + jnp.exp(s)[:, None, None] * jnp.eye(len(x))
         L = jnp.linalg.cholesky(C)
-        a = jax.scipy.linalg.cho_solve((L, True), jnp.broadcast_to(y, (len(ops), len(y)))[..., None])
+        b = jnp.broadcast_to(y, (len(ops), len(y)))[..., None]
+        a = jax.scipy.linalg.cho_solve((L, True), b)
         logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1)
         return -0.5 * (jnp.sum(y * a[..., 0], -1) + logdet + len(y) * np.log(2 * np.pi))
 

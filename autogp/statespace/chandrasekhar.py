@@ -4,8 +4,9 @@
 On a regular grid with every point observed and no change point, the transition ``A``, the
 observation ``H``, its noise ``R`` and the process noise ``Q = P(t + dt) - A P(t) A^T`` are the
 same at every step where ``LIN``, ``BM`` and ``IBM`` sit under sums only (times another atom,
-``Q`` grows with their ``P(t)``) and ``BM`` and ``IBM`` start at or before the first point. The predicted covariances ``P_k`` then change by increments of a fixed
-rank: with ``S_k = H P_k H^T + R`` and ``G_k = A P_k H^T``, ``P_(k+1) - P_k = Y_k M_k Y_k^T`` and
+``Q`` grows with their ``P(t)``) and ``BM`` and ``IBM`` start at or before the first point.
+The predicted covariances ``P_k`` then change by increments of a fixed rank: with
+``S_k = H P_k H^T + R`` and ``G_k = A P_k H^T``, ``P_(k+1) - P_k = Y_k M_k Y_k^T`` and
 
 * ``S_(k+1) = S_k + h^T M_k h``, ``h = Y_k^T H^T``;
 * ``G_(k+1) = G_k + A Y_k M_k h``;
