@@ -82,17 +82,22 @@ def _assert_grads_close(got, want, rtol):
         assert np.max(np.abs(g - w)) <= rtol * np.max(np.abs(w)), (g - w, w)
 
 
+def _assert_matches_dense(ops, params, noise, x, y, *, rtol, grad_rtol,
+                          rank=chandrasekhar.RANK):
+    flags, values, grads = _recursions(ops, params, noise, x, jnp.asarray(y), rank=rank)
+    assert flags.all()
+    ref_values, ref_grads = _dense(ops, params, noise, x, y)
+    np.testing.assert_allclose(values, ref_values, rtol=rtol)
+    _assert_grads_close(grads, ref_grads, grad_rtol)
+
+
 @pytest.mark.parametrize("n", [200, 1000])
 def test_time_invariant_trees_match_the_dense_likelihood(n):
     with x64():
         x, y = _data(n, seed=n)
         ops, params, noise = _packed(INVARIANT)
-        flags, values, grads = _recursions(ops, params, noise, x, jnp.asarray(y))
-        assert flags.all()
-        ref_values, ref_grads = _dense(ops, params, noise, x, y)
         # PER's kernel is truncated at 1e-10 of its amplitude
-        np.testing.assert_allclose(values, ref_values, rtol=1e-8)
-        _assert_grads_close(grads, ref_grads, 1e-7)
+        _assert_matches_dense(ops, params, noise, x, y, rtol=1e-8, grad_rtol=1e-7)
 
 
 def test_more_moving_states_need_a_larger_rank():
@@ -100,11 +105,7 @@ def test_more_moving_states_need_a_larger_rank():
         x, y = _data(150, seed=4)
         ops, params, noise = _packed(NOT_INVARIANT[3:])
         assert not _recursions(ops, params, noise, x, jnp.asarray(y))[0][0]
-        flags, values, grads = _recursions(ops, params, noise, x, jnp.asarray(y), rank=6)
-        assert flags[0]
-        ref_values, ref_grads = _dense(ops, params, noise, x, y)
-        np.testing.assert_allclose(values, ref_values, rtol=1e-9)
-        _assert_grads_close(grads, ref_grads, 1e-8)
+        _assert_matches_dense(ops, params, noise, x, y, rtol=1e-9, grad_rtol=1e-8, rank=6)
 
 
 def test_trees_that_are_not_time_invariant_are_recognised_and_filtered():
