@@ -14,7 +14,7 @@ from autogp._x64 import x64
 from autogp.evaluator import gram
 from autogp.kernels.packing import pack
 from autogp.kernels.text import parse
-from autogp.statespace import chandrasekhar, state_space_log_likelihood, support
+from autogp.statespace import chandrasekhar, state_space_log_likelihood, support, time_invariant
 from autogp.statespace.filter import Options, model, observed, round_up
 
 INVARIANT = [
@@ -121,6 +121,7 @@ def test_trees_that_are_not_time_invariant_are_recognised_and_filtered():
         x, y = _data(120, seed=1)
         ops, params, noise = _packed(NOT_INVARIANT + INVARIANT[1:2])  # 8 states at most
         assert list(_flags(ops, params, noise, x, y)) == [False, False, False, False, True]
+        assert list(time_invariant(ops, params, noise, x, y, dim=8)) == [False] * 4 + [True]
         missing = y.copy()
         missing[30] = np.nan
         assert not _flags(ops[4:], params[4:], noise[4:], x, missing)[0]

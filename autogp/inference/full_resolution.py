@@ -29,6 +29,7 @@ from autogp.statespace import (
     REASONS,
     state_space_log_likelihood,
     state_space_posterior,
+    time_invariant,
     top_level_terms,
 )
 
@@ -73,11 +74,12 @@ class FullResolution:
 
 
 @functools.partial(jit, static_argnames=("grammar", "dim", "steps", "learning_rate",
-                                             "period_step", "regular_grid"))
+                                             "period_step", "regular_grid", "method"))
 def _refit(ops, params, noise, x, y, grammar, dim, steps, learning_rate, period_step,
-           regular_grid):
+           regular_grid, method):
     def log_posterior(p, n):
-        ll = state_space_log_likelihood(ops, p, n, x, y, dim=dim, regular_grid=regular_grid)
+        ll = state_space_log_likelihood(ops, p, n, x, y, dim=dim, regular_grid=regular_grid,
+                                        method=method)
         return ll + log_prior_params(grammar, ops, p) + log_prior_noise(grammar, n), ll
 
     out = optimize(log_posterior, ops, params, noise, optimizer=optax.adam(learning_rate),
@@ -85,7 +87,7 @@ def _refit(ops, params, noise, x, y, grammar, dim, steps, learning_rate, period_
     # The objective's last pass scores the end point; score the kept point once more so that
     # a particle whose steps did not improve it has its own likelihood too.
     ll = state_space_log_likelihood(ops, out.params, out.noise, x, y, dim=dim,
-                                    regular_grid=regular_grid)
+                                    regular_grid=regular_grid, method=method)
     return out.params, out.noise, ll
 
 
@@ -107,9 +109,14 @@ def refit(ops, params, noise, x, y, *, grammar: Grammar, dim: int, steps: int,
     if P < batch:  # repeat the last particle: one program for any number of them
         ops, params, noise = (shapes.pad_repeat(np.asarray(a), batch, axis=0)
                               for a in (ops, params, noise))
+    grid = regular(x)
+    # The Chandrasekhar recursions where every tree starts time-invariant (the likelihood falls
+    # back to the filter by itself if a step leaves that); else the filter without that check.
+    fast = grid and bool(np.all(time_invariant(ops, params, noise, x, y, dim=int(dim))))
     p, n, ll = _refit(jnp.asarray(ops), jnp.asarray(params), jnp.asarray(noise),
                       jnp.asarray(x), jnp.asarray(y, dtype=jnp.float64), grammar, int(dim),
-                      int(steps), float(learning_rate), float(period_step), regular(x))
+                      int(steps), float(learning_rate), float(period_step), grid,
+                      "auto" if fast else "kalman")
     return np.asarray(p)[:P], np.asarray(n)[:P], np.asarray(ll)[:P]
 
 

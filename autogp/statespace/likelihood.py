@@ -8,6 +8,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from autogp.statespace import chandrasekhar
 from autogp.statespace.filter import (
@@ -104,6 +105,26 @@ def _batch(ops, params, noise, x, y, mask, options, regular_grid, adjoint, metho
     return _auto(ops, params, noise, x, y, mask, options, adjoint)
 
 
+@functools.partial(jax.jit, static_argnames=("options",))
+def _invariant_batch(ops, params, noise, x, y, mask, options):
+    return jax.vmap(_invariant, in_axes=(0, 0, 0, 0, 0, 0, None))(
+        ops, params, noise, x, y, mask, options)
+
+
+def time_invariant(ops, params, noise, x, y, mask=None, *, dim: int,
+                   tolerance: float = PER_TOLERANCE, harmonics: int = MAX_HARMONICS,
+                   max_factors: int = MAX_FACTORS, block: int = BLOCK, rank: int = RANK):
+    """Which trees ``[P]`` (numpy bool) the Chandrasekhar recursions score exactly on ``x``, a
+    regular grid (:func:`chandrasekhar.time_invariant`): supported, every point observed, no
+    change point, ``LIN``, ``BM`` and ``IBM`` under sums only, at most ``rank - 1`` of their
+    states, and ``BM``/``IBM`` starting at or before the first point."""
+    ops = jnp.asarray(ops)
+    x, y, mask = broadcast_data(ops.shape[0], x, y, mask)
+    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block, int(rank))
+    return np.asarray(_invariant_batch(ops, jnp.asarray(params), jnp.asarray(noise), x, y, mask,
+                                       options))
+
+
 def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
                                regular_grid: bool = False, tolerance: float = PER_TOLERANCE,
                                harmonics: int = MAX_HARMONICS, max_factors: int = MAX_FACTORS,
@@ -122,10 +143,10 @@ def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
     ``statespace.gradient`` (exact; nothing stored per step but the filter's mean and
     covariance), ``"autodiff"`` by reverse mode through the scan (the reference).
     ``method="auto"``: on a regular grid where every tree of the batch is time-invariant
-    (:func:`chandrasekhar.time_invariant`: every point observed, no change point, at most
-    ``rank - 1`` states with a ``LIN``, ``BM`` or ``IBM``), the same likelihood by the
-    Chandrasekhar recursions, ``O(N D rank)`` instead of ``O(N D^2)`` (gradient by reverse
-    mode); ``"kalman"``: always the filter.
+    (:func:`time_invariant`), the same likelihood by the Chandrasekhar recursions,
+    ``O(N D rank)`` instead of ``O(N D^2)`` (gradient by reverse mode; the filter's gradient
+    then costs one more forward pass, so a caller that knows its batch is not time-invariant
+    passes ``"kalman"``); ``"kalman"``: always the filter.
     """
     if gradient not in ("adjoint", "autodiff"):
         raise ValueError(f"gradient must be 'adjoint' or 'autodiff', got {gradient!r}")
@@ -138,4 +159,4 @@ def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
                   gradient == "adjoint", method)
 
 
-__all__ = ["state_space_log_likelihood"]
+__all__ = ["state_space_log_likelihood", "time_invariant"]
