@@ -38,9 +38,15 @@ def _one(ops, params, noise, x, y, mask, options, regular_grid, adjoint):
 
 
 def _invariant(ops, params, noise, x, y, mask, options):
-    mod = model(ops, params, noise, options)
-    _, ok = observed(y, mask)
-    return chandrasekhar.time_invariant(mod, x, ok, options.rank)
+    """Each tree's :func:`chandrasekhar.time_invariant` ``[P]``."""
+    def one(o, p, s, xs, ys, ms):
+        return chandrasekhar.time_invariant(model(o, p, s, options), xs, observed(ys, ms)[1],
+                                            options.rank)
+
+    return jax.vmap(one)(ops, params, noise, x, y, mask)
+
+
+_invariant_jit = jax.jit(_invariant, static_argnames=("options",))
 
 
 def _fast(ops, params, noise, x, y, options):
@@ -56,8 +62,7 @@ def _kalman(ops, params, noise, x, y, mask, options, regular_grid, adjoint):
 def _forms(ops, x, y, mask, options, adjoint):
     """Whether every tree is time-invariant, and the two forms as functions of the parameters."""
     def every(params, noise):
-        return jnp.all(jax.vmap(_invariant, in_axes=(0, 0, 0, 0, 0, 0, None))(
-            ops, params, noise, x, y, mask, options))
+        return jnp.all(_invariant(ops, params, noise, x, y, mask, options))
 
     def fast(params, noise):
         return jax.vmap(_fast, in_axes=(0, 0, 0, 0, 0, None))(ops, params, noise, x, y, options)
@@ -105,12 +110,6 @@ def _batch(ops, params, noise, x, y, mask, options, regular_grid, adjoint, metho
     return _auto(ops, params, noise, x, y, mask, options, adjoint)
 
 
-@functools.partial(jax.jit, static_argnames=("options",))
-def _invariant_batch(ops, params, noise, x, y, mask, options):
-    return jax.vmap(_invariant, in_axes=(0, 0, 0, 0, 0, 0, None))(
-        ops, params, noise, x, y, mask, options)
-
-
 def time_invariant(ops, params, noise, x, y, mask=None, *, dim: int,
                    tolerance: float = PER_TOLERANCE, harmonics: int = MAX_HARMONICS,
                    max_factors: int = MAX_FACTORS, block: int = BLOCK, rank: int = RANK):
@@ -121,8 +120,8 @@ def time_invariant(ops, params, noise, x, y, mask=None, *, dim: int,
     ops = jnp.asarray(ops)
     x, y, mask = broadcast_data(ops.shape[0], x, y, mask)
     options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block, int(rank))
-    return np.asarray(_invariant_batch(ops, jnp.asarray(params), jnp.asarray(noise), x, y, mask,
-                                       options))
+    return np.asarray(_invariant_jit(ops, jnp.asarray(params), jnp.asarray(noise), x, y, mask,
+                                     options))
 
 
 def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
