@@ -221,3 +221,32 @@ def temperature_frame(n: int, seed: int = 0):
     y = 0.1 * t + 3.0 * temp + 0.5 * rng.standard_normal(n)
     return pd.DataFrame({"ds": pd.date_range("2020-01-01", periods=n, freq="D"), "y": y,
                          "temp": temp})
+
+
+def dense_gaussian_log_likelihood(ops, params, noise, x, y):
+    """Value ``[P]`` (numpy) and gradient (``params``, ``noise``) of log N(y | 0, K + s I) per
+    tree by a plain Cholesky, no jitter: ``K`` from the dense evaluator's ``gram``, the density
+    and its autodiff gradient from scratch. The reference for the state-space likelihoods."""
+    import jax
+    import jax.numpy as jnp
+
+    from autogp.evaluator import gram
+
+    def total(p, s):
+        C = gram(ops, p, x) + jnp.exp(s)[:, None, None] * jnp.eye(len(x))
+        L = jnp.linalg.cholesky(C)
+        b = jnp.broadcast_to(y, (len(ops), len(y)))[..., None]
+        alpha = jax.scipy.linalg.cho_solve((L, True), b)[..., 0]
+        logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1)
+        return -0.5 * (jnp.sum(y * alpha, -1) + logdet + len(y) * np.log(2 * np.pi))
+
+    values = total(params, noise)
+    grads = jax.grad(lambda p, s: jnp.sum(total(p, s)), argnums=(0, 1))(params, noise)
+    return np.asarray(values), grads
+
+
+def assert_grads_close(got, want, rtol: float):
+    """Each gradient array of ``got`` within ``rtol`` of its ``want``'s largest entry."""
+    for g, w in zip(got, want, strict=True):
+        g, w = np.asarray(g), np.asarray(w)
+        assert np.max(np.abs(g - w)) <= rtol * np.max(np.abs(w)), (g - w, w)

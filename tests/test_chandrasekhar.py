@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from autogp._x64 import x64
-from autogp.evaluator import gram
 from autogp.kernels.packing import pack
 from autogp.kernels.text import parse
 from autogp.statespace import chandrasekhar, state_space_log_likelihood, support, time_invariant
 from autogp.statespace.filter import Options, model, observed, round_up
+from tests.helpers import assert_grads_close, dense_gaussian_log_likelihood
 
 INVARIANT = [
     "LIN(intercept=0.4; bias=0.3, amp=0.8) + PER(l=1.2, period=0.21; amp=0.9)"
@@ -46,20 +46,6 @@ def _packed(texts):
     return jnp.asarray(ops), jnp.asarray(params), jnp.full(len(texts), np.log(0.04))
 
 
-def _dense(ops, params, noise, x, y):
-    """log N(y | 0, K + s I) per tree by a plain Cholesky (no jitter) and its gradient."""
-
-    def total(p, s):
-        C = gram(ops, p, x) + jnp.exp(s)[:, None, None] * jnp.eye(len(x))
-        L = jnp.linalg.cholesky(C)
-        b = jnp.broadcast_to(y, (len(ops), len(y)))[..., None]
-        a = jax.scipy.linalg.cho_solve((L, True), b)
-        logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1)
-        return -0.5 * (jnp.sum(y * a[..., 0], -1) + logdet + len(y) * np.log(2 * np.pi))
-
-    return total(params, noise), jax.grad(lambda p, s: jnp.sum(total(p, s)), (0, 1))(params, noise)
-
-
 def _options(ops, params, rank):
     return Options(round_up(int(np.max(support(ops, params, dim=DIM).used)), 4), rank=rank)
 
@@ -84,19 +70,14 @@ def _recursions(ops, params, noise, x, y, rank=chandrasekhar.RANK):
     return values, grads
 
 
-def _assert_grads_close(got, want, rtol):
-    for g, w in zip(got, want, strict=True):
-        g, w = np.asarray(g), np.asarray(w)
-        assert np.max(np.abs(g - w)) <= rtol * np.max(np.abs(w)), (g - w, w)
-
-
-def _assert_matches_dense(ops, params, noise, x, y, *, rtol, grad_rtol,
+def _assert_matches_dense(
+            ops, params, noise, x, y, *, rtol, grad_rtol,
                           rank=chandrasekhar.RANK):
     assert _flags(ops, params, noise, x, y, rank).all()
     values, grads = _recursions(ops, params, noise, x, jnp.asarray(y), rank=rank)
-    ref_values, ref_grads = _dense(ops, params, noise, x, y)
+    ref_values, ref_grads = dense_gaussian_log_likelihood(ops, params, noise, x, y)
     np.testing.assert_allclose(values, ref_values, rtol=rtol)
-    _assert_grads_close(grads, ref_grads, grad_rtol)
+    assert_grads_close(grads, ref_grads, grad_rtol)
 
 
 @pytest.mark.parametrize("n", [200, 1000])
@@ -132,13 +113,14 @@ def test_trees_that_are_not_time_invariant_are_recognised_and_filtered():
 
         # one tree that is not time-invariant sends the whole batch to the Kalman filter
         np.testing.assert_allclose(scored("auto"), scored("kalman"), rtol=1e-14)
-        np.testing.assert_allclose(scored("auto"), _dense(ops, params, noise, x, y)[0], rtol=1e-9)
+        reference = dense_gaussian_log_likelihood(ops, params, noise, x, y)[0]
+        np.testing.assert_allclose(scored("auto"), reference, rtol=1e-9)
         # a batch that is: the recursions, equal to the filter to rounding, gradient too
         o, p, s = ops[4:], params[4:], noise[4:]
         auto, kalman = (jax.value_and_grad(lambda p, s, m=m: jnp.sum(scored(m, o=o, p=p, s=s)),
                                            (0, 1))(p, s) for m in ("auto", "kalman"))
         assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-11)
-        _assert_grads_close(auto[1], kalman[1], 1e-9)
+        assert_grads_close(auto[1], kalman[1], 1e-9)
         # a missing point sends it back to the filter, which skips the point
         np.testing.assert_allclose(scored("auto", missing, o, p, s),
                                    scored("kalman", missing, o, p, s), rtol=1e-14)

@@ -25,6 +25,7 @@ from autogp.statespace import (
     support,
 )
 from autogp.statespace.models import per_order, per_weights
+from tests.helpers import assert_grads_close, dense_gaussian_log_likelihood
 
 DIM = 24
 PER_DIM = 56
@@ -65,24 +66,6 @@ def _packed(texts):
     return ops, params, jnp.full(len(texts), np.log(0.04))
 
 
-def _reference(ops, params, noise, x, y):
-    """Value and gradient of log N(y | 0, K + s I) by a plain Cholesky, no jitter: ``K`` from
-    the dense evaluator's ``gram``, the density and its autodiff gradient from scratch."""
-
-    def total(p, s):
-        K = gram(ops, p, x)
-        C = K + jnp.exp(s)[:, None, None] * jnp.eye(len(x))
-        L = jnp.linalg.cholesky(C)
-        alpha = jax.scipy.linalg.cho_solve((L, True), jnp.broadcast_to(y, (len(ops), len(y))
-                                                                   )[..., None])[..., 0]
-        logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1)
-        return -0.5 * (jnp.sum(y * alpha, -1) + logdet + len(y) * np.log(2 * np.pi))
-
-    values = total(params, noise)
-    grads = jax.grad(lambda p, s: jnp.sum(total(p, s)), argnums=(0, 1))(params, noise)
-    return np.asarray(values), grads
-
-
 def _state_space(ops, params, noise, x, y, dim=DIM, **kw):
     def total(p, s):
         return state_space_log_likelihood(ops, p, s, x, y, dim=dim, **kw)
@@ -90,12 +73,6 @@ def _state_space(ops, params, noise, x, y, dim=DIM, **kw):
     values = total(params, noise)
     grads = jax.grad(lambda p, s: jnp.sum(total(p, s)), argnums=(0, 1))(params, noise)
     return np.asarray(values), grads
-
-
-def _assert_close(grads, ref, rtol):
-    for g, r in zip(grads, ref, strict=True):
-        g, r = np.asarray(g), np.asarray(r)
-        assert np.max(np.abs(g - r)) <= rtol * np.max(np.abs(r)), (g - r, r)
 
 
 def test_exact_atoms_sums_products_and_change_points_match_the_dense_likelihood():
@@ -107,9 +84,9 @@ def test_exact_atoms_sums_products_and_change_points_match_the_dense_likelihood(
         assert list(n[:8]) == [1, 2, 1, 2, 1, 2, 3, 4]
         assert n[-1] == 2 * 4  # (1 + 1) kron (2 + 2)
         values, grads = _state_space(ops, params, noise, x, y)
-        ref_values, ref_grads = _reference(ops, params, noise, x, y)
+        ref_values, ref_grads = dense_gaussian_log_likelihood(ops, params, noise, x, y)
         np.testing.assert_allclose(values, ref_values, rtol=1e-8)
-        _assert_close(grads, ref_grads, 1e-8)
+        assert_grads_close(grads, ref_grads, 1e-8)
         # the package's dense evaluator adds a relative jitter of 1e-10 to the diagonal
         np.testing.assert_allclose(values, log_marginal_likelihood(ops, params, noise, x, y),
                                    rtol=1e-8)
@@ -140,10 +117,10 @@ def test_per_within_its_truncation_error():
         reason, n, _, _ = support(ops, params, dim=PER_DIM)
         assert list(reason) == [0, 0] and list(n) == [21, 2 + 2 * 23]  # J = 10 and 11
         values, grads = _state_space(ops, params, noise, x, y, dim=PER_DIM)
-        ref_values, ref_grads = _reference(ops, params, noise, x, y)
+        ref_values, ref_grads = dense_gaussian_log_likelihood(ops, params, noise, x, y)
         # the kernel is off by at most amp * 1e-10 per entry
         np.testing.assert_allclose(values, ref_values, rtol=1e-8)
-        _assert_close(grads, ref_grads, 1e-7)
+        assert_grads_close(grads, ref_grads, 1e-7)
 
 
 def test_long_series_on_a_regular_grid():
@@ -153,9 +130,9 @@ def test_long_series_on_a_regular_grid():
         values, grads = _state_space(ops, params, noise, x, y, dim=PER_DIM, regular_grid=True)
         irregular = state_space_log_likelihood(ops, params, noise, x, y, dim=PER_DIM)
         np.testing.assert_allclose(values, irregular, rtol=1e-12)
-        ref_values, ref_grads = _reference(ops, params, noise, x, y)
+        ref_values, ref_grads = dense_gaussian_log_likelihood(ops, params, noise, x, y)
         np.testing.assert_allclose(values, ref_values, rtol=1e-8)
-        _assert_close(grads, ref_grads, 1e-7)
+        assert_grads_close(grads, ref_grads, 1e-7)
 
 
 @pytest.mark.parametrize(("text", "reason", "dim", "block"), [
@@ -199,7 +176,7 @@ def test_adjoint_gradient_equals_reverse_mode_through_the_scan():
                     argnums=(0, 1))(params, noise)
             value, reference = float(out["adjoint"][0]), float(out["autodiff"][0])
             assert np.isfinite(value) and value == pytest.approx(reference, rel=1e-12)
-            _assert_close(out["adjoint"][1], out["autodiff"][1], 1e-10)
+            assert_grads_close(out["adjoint"][1], out["autodiff"][1], 1e-10)
 
 
 def test_missing_values_are_skipped():
