@@ -14,8 +14,9 @@ Only top-level programs carry the option (JAX refuses it on a ``jit`` nested in 
 functions that run inside other programs, such as the state-space likelihood inside the
 full-resolution stage's optimiser, keep plain ``jax.jit``; the program around them sets it.
 
-``AUTOGP_MULTI_THREAD_EIGEN=1`` restores XLA's default, for comparisons (read when autogp's
-modules are imported and when a fit's programs are compiled).
+``AUTOGP_MULTI_THREAD_EIGEN=1`` compiles them with XLA's default (multi-threaded) products
+instead, set explicitly so that the comparison holds whatever the process's ``XLA_FLAGS`` say
+(read when autogp's modules are imported and when a fit's programs are compiled).
 """
 
 from __future__ import annotations
@@ -33,9 +34,7 @@ ENV_MULTI_THREAD = "AUTOGP_MULTI_THREAD_EIGEN"
 def compiler_options() -> dict[str, Any]:
     """The XLA compile options of autogp's programs (``jax.jit(..., compiler_options=...)``,
     ``Lowered.compile(compiler_options=...)``)."""
-    if os.environ.get(ENV_MULTI_THREAD, "") == "1":
-        return {}
-    return {"xla_cpu_multi_thread_eigen": False}
+    return {"xla_cpu_multi_thread_eigen": os.environ.get(ENV_MULTI_THREAD, "") == "1"}
 
 
 def jit(fun: Callable | None = None, **kwargs: Any) -> Any:

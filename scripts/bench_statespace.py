@@ -344,7 +344,10 @@ def associative_cost(ops, params, noise, x, y, dim, tolerance, repeats) -> float
         H, r = jax.vmap(lambda ti: observation(mod, ti))(t)
         return parallel_filter(A, Pt, H, r, yv)
 
-    return _timed(jax.jit(value), params, noise, repeats=repeats)
+    # Single-threaded products, as autogp compiles its own programs: with XLA's default, the
+    # scan's batched LU solves can deadlock the intra-op pool on a two-core machine.
+    program = jax.jit(value, compiler_options={"xla_cpu_multi_thread_eigen": False})
+    return _timed(program, params, noise, repeats=repeats)
 
 
 def parallel_filter(A, Pt, H, r, y):

@@ -54,8 +54,8 @@ def _flags(ops, params, noise, x, y, rank=chandrasekhar.RANK):
     """Each tree's :func:`chandrasekhar.time_invariant`."""
     options = _options(ops, params, rank)
     ok = observed(jnp.asarray(y), None)[1]
-    return np.asarray(jax.vmap(lambda o, p, s: chandrasekhar.time_invariant(
-        model(o, p, s, options), x, ok, rank))(ops, params, noise))
+    return np.asarray(jax.jit(jax.vmap(lambda o, p, s: chandrasekhar.time_invariant(
+        model(o, p, s, options), x, ok, rank)))(ops, params, noise))
 
 
 def _recursions(ops, params, noise, x, y, rank=chandrasekhar.RANK):
@@ -65,8 +65,11 @@ def _recursions(ops, params, noise, x, y, rank=chandrasekhar.RANK):
     def one(o, p, s):
         return chandrasekhar.log_likelihood(model(o, p, s, options), x, y, options, rank)
 
-    values = jax.vmap(one)(ops, params, noise)
-    grads = jax.grad(lambda p, s: jnp.sum(jax.vmap(one)(ops, p, s)), (0, 1))(params, noise)
+    def total(p, s):
+        values = jax.vmap(one)(ops, p, s)
+        return jnp.sum(values), values
+
+    (_, values), grads = jax.jit(jax.value_and_grad(total, (0, 1), has_aux=True))(params, noise)
     return values, grads
 
 
