@@ -157,11 +157,13 @@ def assert_atom_off_by_default_and_on_when_configured(name: str):
     opcode = spec.OPCODE_OF_NAME[name]
     assert getattr(load_config().grammar.weights, name) == 0.0
     key = jax.random.key(5)
-    default_ops, _, _ = gr.sample_prior(gr.Grammar.default(), 256, key=key)
+    # compiled, as the engine runs it: op by op, each draw compiles hundreds of small programs
+    sample_prior = jax.jit(gr.sample_prior, static_argnums=(0, 1))
+    default_ops, _, _ = sample_prior(gr.Grammar.default(), 256, key=key)
     assert not np.any(np.asarray(default_ops) == opcode)
     grammar = engine_settings(load_config(None, {f"grammar.weights.{name}": 3.0})).grammar
     assert grammar.weights[opcode] == 3.0
-    ops, _, _ = gr.sample_prior(grammar, 256, key=key)
+    ops, _, _ = sample_prior(grammar, 256, key=key)
     assert np.any(np.asarray(ops) == opcode)
     assert np.all(np.isfinite(gr.log_prior_structure(grammar, jnp.asarray(ops))))
     return key, grammar

@@ -53,12 +53,20 @@ def test_structure_dims_weights_each_series_equally(bench):
     assert out["dim_max"] == 96 and out["share_over_64"] == pytest.approx(0.05)
 
 
-def test_tiny_run_reports_every_part(bench, tmp_path):
+@pytest.fixture(scope="module")
+def tiny_run(bench, tmp_path_factory):
+    """One tiny run of the whole script (its report and folder), read by the tests below."""
+    tmp_path = tmp_path_factory.mktemp("tiny")
     structures = tmp_path / "structures.csv"
     pd.DataFrame({"unique_id": ["a"], "structure": ["PER * SE"], "weight": [1.0]}).to_csv(
         structures, index=False)
     report = bench.main(["--tiny", "--structures", str(structures),
                          "--json", str(tmp_path / "r.json")])
+    return report, tmp_path, structures
+
+
+def test_tiny_run_reports_every_part(tiny_run):
+    report, tmp_path, structures = tiny_run
     assert [(row["n"], row["d"]) for row in report["cost"]] == [(50, 2), (50, 4)]
     for row in report["cost"]:
         assert row["kalman_s"] > 0 and row["dense_floor_s"] > 0
@@ -84,8 +92,8 @@ def test_structures_from_a_bench_scaling_report(bench, tmp_path):
         bench.read_structures(path)
 
 
-def test_tiny_run_times_the_grammar_tree(bench):
-    report = bench.main(["--tiny"])
+def test_tiny_run_times_the_grammar_tree(tiny_run):
+    report = tiny_run[0]
     (row,) = report["grammar"]
     assert row["n"] == 64 and row["state_dim"] == 44  # LIN 2 + (PER 2 * 10 + 1) * M32 2
     for key in ("value_ms", "value_and_grad_adjoint_ms", "value_and_grad_autodiff_ms",
@@ -105,6 +113,7 @@ def test_tiny_run_times_the_grammar_tree(bench):
 
 
 def test_associative_scan_is_the_sequential_filter(bench):
+    import jax
     import jax.numpy as jnp
     import numpy as np
 
@@ -121,11 +130,16 @@ def test_associative_scan_is_the_sequential_filter(bench):
         x = np.linspace(0.0, 1.0, 90)
         y = jnp.asarray(np.sin(9 * x) + x)
         options = Options(44)
-        mod = model(jnp.asarray(ops[0]), params[0], noise[0], options)
-        A = dense(transition(mod, x[1] - x[0], options.harmonics))
-        Pt = jnp.stack([dense(marginal(mod, t)) for t in x])
-        H, r = (jnp.stack(a) for a in zip(*(observation(mod, t) for t in x), strict=True))
-        parallel = float(bench.parallel_filter(A, Pt, H, r, y))
+
+        @jax.jit  # op by op, the per-step elements alone are hundreds of small programs
+        def parallel_filter(p, s):
+            mod = model(jnp.asarray(ops[0]), p[0], s[0], options)
+            A = dense(transition(mod, x[1] - x[0], options.harmonics))
+            Pt = jax.vmap(lambda t: dense(marginal(mod, t)))(jnp.asarray(x))
+            H, r = jax.vmap(lambda t: observation(mod, t))(jnp.asarray(x))
+            return bench.parallel_filter(A, Pt, H, r, y)
+
+        parallel = float(parallel_filter(params, noise))
         sequential = float(state_space_log_likelihood(ops, params, noise, x, y, dim=44)[0])
         assert parallel == pytest.approx(sequential, rel=1e-10)
 
@@ -162,7 +176,8 @@ def test_frozen_gain_filter_against_the_exact_filter(bench, text, n, head, rel):
             mod = model(jnp.asarray(ops[0]), p[0], s[0], options)
             return bench.frozen_gain_log_likelihood(mod, jnp.asarray(x), y, options, head)
 
-        (v0, g0), (v1, g1) = (jax.value_and_grad(f, argnums=(0, 1))(params, noise)
+        # compiled: op by op, the model and the two scans' gradients are hundreds of programs
+        (v0, g0), (v1, g1) = (jax.jit(jax.value_and_grad(f, argnums=(0, 1)))(params, noise)
                               for f in (exact, frozen))
         assert float(v1) == pytest.approx(float(v0), rel=rel)
         for a, b in zip(g0, g1, strict=True):

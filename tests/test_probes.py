@@ -102,8 +102,9 @@ def gp_particles():
     data = make_data([x], [(y - y.mean()) / y.std()])
     count = jnp.array([x.size], jnp.int32)
     exact = likelihood_fn(data, count, P)
-    ops, params, noise = gr.sample_prior(GRAMMAR, P, key=jax.random.key(3))
-    particles = moves.ParticleState(ops, params, noise, exact(ops, params, noise))
+    ops, params, noise = jax.jit(gr.sample_prior, static_argnums=(0, 1))(
+        GRAMMAR, P, key=jax.random.key(3))
+    particles = moves.ParticleState(ops, params, noise, jax.jit(exact)(ops, params, noise))
     return particles, exact, likelihood_fn(data, count, P, probes=8)
 
 
@@ -131,7 +132,7 @@ def test_probes_leave_the_moves_alone_and_the_optimiser_climbs(gp_particles):
 
     def log_posterior(state):
         fn = rejuvenation.log_posterior_fn(GRAMMAR, exact_loglik, state.ops)
-        lp, ll = fn(state.params, state.noise)
+        lp, ll = jax.jit(fn)(state.params, state.noise)  # op by op: hundreds of compiles
         assert_allclose(ll, state.log_likelihood)  # the stored likelihood is the exact one
         return np.asarray(lp)
 
