@@ -70,8 +70,11 @@ def _state_space(ops, params, noise, x, y, dim=DIM, **kw):
     def total(p, s):
         return state_space_log_likelihood(ops, p, s, x, y, dim=dim, **kw)
 
-    values = total(params, noise)
-    grads = jax.grad(lambda p, s: jnp.sum(total(p, s)), argnums=(0, 1))(params, noise)
+    def summed(p, s):
+        values = total(p, s)
+        return jnp.sum(values), values
+
+    (_, values), grads = jax.value_and_grad(summed, argnums=(0, 1), has_aux=True)(params, noise)
     return np.asarray(values), grads
 
 
@@ -127,7 +130,10 @@ def test_long_series_on_a_regular_grid():
     with x64():
         x, y = _data(1000, seed=2, regular=True)
         ops, params, noise = _packed([PER_TREES[1], EXACT[10]])
-        values, grads = _state_space(ops, params, noise, x, y, dim=PER_DIM, regular_grid=True)
+        # the filter's one-transition path (the recursions, which "auto" may take for these
+        # trees, are tests/test_chandrasekhar.py's)
+        values, grads = _state_space(ops, params, noise, x, y, dim=PER_DIM, regular_grid=True,
+                                     method="kalman")
         irregular = state_space_log_likelihood(ops, params, noise, x, y, dim=PER_DIM)
         np.testing.assert_allclose(values, irregular, rtol=1e-12)
         ref_values, ref_grads = dense_gaussian_log_likelihood(ops, params, noise, x, y)
@@ -152,10 +158,11 @@ def test_unsupported_trees_are_reported_and_score_minus_infinity(text, reason, d
             assert n[0] == dim + 1
         if text == "M72 * M72" and reason != 5:
             assert biggest[0] == 16
-        values, grads = jax.value_and_grad(
-            lambda p: jnp.sum(jnp.where(jnp.arange(2) == 1, state_space_log_likelihood(
-                ops, p, noise, x, y, dim=dim, block=block), 0.0)))(params)
-        ll = state_space_log_likelihood(ops, params, noise, x, y, dim=dim, block=block)
+        def supported_total(p):
+            ll = state_space_log_likelihood(ops, p, noise, x, y, dim=dim, block=block)
+            return jnp.sum(jnp.where(jnp.arange(2) == 1, ll, 0.0)), ll
+
+        (_, ll), grads = jax.value_and_grad(supported_total, has_aux=True)(params)
         assert (ll[0] == -np.inf) == (reason != 0) and np.isfinite(ll[1])
         assert np.all(np.isfinite(grads))
 
@@ -172,7 +179,7 @@ def test_adjoint_gradient_equals_reverse_mode_through_the_scan():
             for gradient in ("adjoint", "autodiff"):
                 out[gradient] = jax.value_and_grad(lambda p, s, g=gradient, xs=xs, grid=grid:
                     jnp.sum(state_space_log_likelihood(ops, p, s, xs, y, dim=PER_DIM, block=8,
-                                               regular_grid=grid, gradient=g)),
+                                               regular_grid=grid, gradient=g, method="kalman")),
                     argnums=(0, 1))(params, noise)
             value, reference = float(out["adjoint"][0]), float(out["autodiff"][0])
             assert np.isfinite(value) and value == pytest.approx(reference, rel=1e-12)
