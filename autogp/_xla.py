@@ -41,7 +41,7 @@ def jit(fun: Callable | None = None, **kwargs: Any) -> Any:
     """``jax.jit`` with :func:`compiler_options`, as a decorator (with or without arguments)."""
     if fun is None:
         return functools.partial(jit, **kwargs)
-    return jax.jit(fun, compiler_options=compiler_options() or None, **kwargs)
+    return jax.jit(fun, compiler_options=compiler_options(), **kwargs)
 
 
 __all__ = ["ENV_MULTI_THREAD", "compiler_options", "jit"]

@@ -335,7 +335,7 @@ def prepare(where: Path | None, programs: Sequence[Program]) -> None:
             # lowered program does not read it.
             lowered = jax.jit(exported.call).lower(
                 *jax.tree_util.tree_leaves(shapes(program.args)))
-            _loaded[key] = _pool().submit(lowered.compile, compiler_options() or None)
+            _loaded[key] = _pool().submit(lowered.compile, compiler_options())
             _loaded[key].add_done_callback(release_free_memory)
             if key in fresh:
                 _loaded[key].add_done_callback(notice._done)
