@@ -110,6 +110,15 @@ def _batch(ops, params, noise, x, y, mask, options, regular_grid, adjoint, metho
     return _auto(ops, params, noise, x, y, mask, options, adjoint)
 
 
+def _batch_inputs(ops, x, y, mask, dim, tolerance, harmonics, max_factors, block, rank):
+    """The public functions' arguments as the compiled batch takes them: ``ops`` as an array,
+    ``x``, ``y``, ``mask`` ``[P, N]`` and the static :class:`Options`."""
+    ops = jnp.asarray(ops)
+    x, y, mask = broadcast_data(ops.shape[0], x, y, mask)
+    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block, int(rank))
+    return ops, x, y, mask, options
+
+
 def time_invariant(ops, params, noise, x, y, mask=None, *, dim: int,
                    tolerance: float = PER_TOLERANCE, harmonics: int = MAX_HARMONICS,
                    max_factors: int = MAX_FACTORS, block: int = BLOCK, rank: int = RANK):
@@ -117,9 +126,8 @@ def time_invariant(ops, params, noise, x, y, mask=None, *, dim: int,
     regular grid (:func:`chandrasekhar.time_invariant`): supported, every point observed, no
     change point, ``LIN``, ``BM`` and ``IBM`` under sums only, at most ``rank - 1`` of their
     states, and ``BM``/``IBM`` starting at or before the first point."""
-    ops = jnp.asarray(ops)
-    x, y, mask = broadcast_data(ops.shape[0], x, y, mask)
-    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block, int(rank))
+    ops, x, y, mask, options = _batch_inputs(ops, x, y, mask, dim, tolerance, harmonics,
+                                             max_factors, block, rank)
     return np.asarray(_invariant_jit(ops, jnp.asarray(params), jnp.asarray(noise), x, y, mask,
                                      options))
 
@@ -151,9 +159,8 @@ def state_space_log_likelihood(ops, params, noise, x, y, mask=None, *, dim: int,
         raise ValueError(f"gradient must be 'adjoint' or 'autodiff', got {gradient!r}")
     if method not in ("auto", "kalman"):
         raise ValueError(f"method must be 'auto' or 'kalman', got {method!r}")
-    ops = jnp.asarray(ops)
-    x, y, mask = broadcast_data(ops.shape[0], x, y, mask)
-    options = Options(round_up(dim, block), tolerance, harmonics, max_factors, block, int(rank))
+    ops, x, y, mask, options = _batch_inputs(ops, x, y, mask, dim, tolerance, harmonics,
+                                             max_factors, block, rank)
     return _batch(ops, params, noise, x, y, mask, options, bool(regular_grid),
                   gradient == "adjoint", method)
 
