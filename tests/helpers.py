@@ -242,10 +242,23 @@ def dense_gaussian_log_likelihood(ops, params, noise, x, y):
         logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1)
         return -0.5 * (jnp.sum(y * alpha, -1) + logdet + len(y) * np.log(2 * np.pi))
 
-    # one compiled program: run op by op, the reference compiles hundreds of small ones
-    values, grads = jax.jit(jax.value_and_grad(lambda p, s: (jnp.sum(t := total(p, s)), t),
-                                               argnums=(0, 1), has_aux=True))(params, noise)
-    return np.asarray(values[1]), grads
+    return values_and_sum_grads(total, params, noise)
+
+
+def values_and_sum_grads(per_tree, params, noise):
+    """Per-tree values ``[P]`` (numpy) of ``per_tree(params, noise)`` and the gradient of their
+    sum in ``params`` and ``noise``, from one compiled program: run op by op, a likelihood
+    compiles hundreds of small ones."""
+    import jax
+    import jax.numpy as jnp
+
+    def summed(p, s):
+        values = per_tree(p, s)
+        return jnp.sum(values), values
+
+    (_, values), grads = jax.jit(jax.value_and_grad(summed, argnums=(0, 1), has_aux=True))(
+        params, noise)
+    return np.asarray(values), grads
 
 
 def assert_grads_close(got, want, rtol: float):

@@ -15,7 +15,11 @@ from autogp.kernels.packing import pack
 from autogp.kernels.text import parse
 from autogp.statespace import chandrasekhar, state_space_log_likelihood, support, time_invariant
 from autogp.statespace.filter import Options, model, observed, round_up
-from tests.helpers import assert_grads_close, dense_gaussian_log_likelihood
+from tests.helpers import (
+    assert_grads_close,
+    dense_gaussian_log_likelihood,
+    values_and_sum_grads,
+)
 
 INVARIANT = [
     "LIN(intercept=0.4; bias=0.3, amp=0.8) + PER(l=1.2, period=0.21; amp=0.9)"
@@ -65,16 +69,10 @@ def _recursions(ops, params, noise, x, y, rank=chandrasekhar.RANK):
     def one(o, p, s):
         return chandrasekhar.log_likelihood(model(o, p, s, options), x, y, options, rank)
 
-    def total(p, s):
-        values = jax.vmap(one)(ops, p, s)
-        return jnp.sum(values), values
-
-    (_, values), grads = jax.jit(jax.value_and_grad(total, (0, 1), has_aux=True))(params, noise)
-    return values, grads
+    return values_and_sum_grads(lambda p, s: jax.vmap(one)(ops, p, s), params, noise)
 
 
-def _assert_matches_dense(
-            ops, params, noise, x, y, *, rtol, grad_rtol,
+def _assert_matches_dense(ops, params, noise, x, y, *, rtol, grad_rtol,
                           rank=chandrasekhar.RANK):
     assert _flags(ops, params, noise, x, y, rank).all()
     values, grads = _recursions(ops, params, noise, x, jnp.asarray(y), rank=rank)

@@ -25,7 +25,11 @@ from autogp.statespace import (
     support,
 )
 from autogp.statespace.models import per_order, per_weights
-from tests.helpers import assert_grads_close, dense_gaussian_log_likelihood
+from tests.helpers import (
+    assert_grads_close,
+    dense_gaussian_log_likelihood,
+    values_and_sum_grads,
+)
 
 DIM = 24
 PER_DIM = 56
@@ -67,15 +71,8 @@ def _packed(texts):
 
 
 def _state_space(ops, params, noise, x, y, dim=DIM, **kw):
-    def total(p, s):
-        return state_space_log_likelihood(ops, p, s, x, y, dim=dim, **kw)
-
-    def summed(p, s):
-        values = total(p, s)
-        return jnp.sum(values), values
-
-    (_, values), grads = jax.value_and_grad(summed, argnums=(0, 1), has_aux=True)(params, noise)
-    return np.asarray(values), grads
+    return values_and_sum_grads(
+        lambda p, s: state_space_log_likelihood(ops, p, s, x, y, dim=dim, **kw), params, noise)
 
 
 def test_exact_atoms_sums_products_and_change_points_match_the_dense_likelihood():
