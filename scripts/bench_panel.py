@@ -249,11 +249,10 @@ def profile_worker(data: Path, args: argparse.Namespace) -> dict:
     and the rest of the fit (Python and eager JAX between programs)."""
     import jax
 
-    from autogp.cli.main import enable_compilation_cache
     from autogp.config import parse_overrides
     from autogp.forecast.model import AutoGP
     from autogp.inference import exported
-    from autogp.parallel.work import quiet_xla_logs
+    from autogp.parallel.work import enable_compilation_cache, quiet_xla_logs
 
     quiet_xla_logs()
     enable_compilation_cache()

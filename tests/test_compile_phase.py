@@ -35,6 +35,7 @@ from autogp.parallel.work import (
     chunk_series,
     quiet_xla_logs,
     single_thread_env,
+    use_compilation_cache,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -280,3 +281,28 @@ def test_api_fit_says_when_it_compiles(tmp_path, monkeypatch, capsys):
     _forget_programs(monkeypatch)
     AutoGP(TINY, seed=0, progress=False).fit(data)  # loaded from disk, and asked for silence
     assert capsys.readouterr().err == ""
+
+
+def test_an_api_fit_keeps_compiled_programs_where_the_command_line_does(monkeypatch):
+    """A Python process that never configured JAX's cache gets autogp's own on its first fit
+    (the folder the command line uses), so only a machine's first fit compiles; a cache the
+    user chose is kept, and ``AUTOGP_CACHE_DIR=off`` keeps it off."""
+    session = jax.config.jax_compilation_cache_dir  # AUTOGP_CACHE_DIR points here too
+    assert os.environ["AUTOGP_CACHE_DIR"] == session
+    data = pd.read_csv(AIRLINE).iloc[:30]
+    try:
+        jax.config.update("jax_compilation_cache_dir", None)
+        AutoGP(TINY, seed=0, progress=False).fit(data)
+        assert jax.config.jax_compilation_cache_dir == session
+
+        chosen = str(Path(session) / "chosen-by-the-user")
+        jax.config.update("jax_compilation_cache_dir", chosen)
+        assert use_compilation_cache() == Path(chosen)
+        assert jax.config.jax_compilation_cache_dir == chosen
+
+        jax.config.update("jax_compilation_cache_dir", None)
+        monkeypatch.setenv("AUTOGP_CACHE_DIR", "off")
+        assert use_compilation_cache() is None
+        assert jax.config.jax_compilation_cache_dir is None
+    finally:
+        jax.config.update("jax_compilation_cache_dir", session)

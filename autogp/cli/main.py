@@ -146,42 +146,10 @@ def main(
     ] = False,
 ) -> None:
     """Automatic Gaussian-process forecasting (autogp)."""
-    from autogp.parallel.work import quiet_xla_logs
+    from autogp.parallel.work import enable_compilation_cache, quiet_xla_logs
 
     quiet_xla_logs()  # before JAX starts its backend: XLA's slow-compile alarms stay quiet
     enable_compilation_cache()
-
-
-def enable_compilation_cache() -> Path | None:
-    """Keep compiled programs on disk between runs (JAX's persistent cache).
-
-    Compiling the SMC round takes 10-20 s on 2 cores and the program depends only on the
-    settings and the padded data length, so a second ``autogp`` run with the same settings
-    loads it in well under a second. The folder is ``$AUTOGP_CACHE_DIR`` or
-    ``~/.cache/autogp/jax``; ``AUTOGP_CACHE_DIR=off`` disables it. Spawned panel workers
-    inherit it through the environment.
-    """
-    import os
-
-    import jax
-
-    from autogp.parallel.work import compilation_cache_root
-
-    where = compilation_cache_root()
-    if where is None:
-        return None
-    try:
-        os.makedirs(where, exist_ok=True)
-    except OSError:
-        return None  # read-only home: run without the cache
-    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", where)
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "1")
-    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-    jax.config.update(
-        "jax_persistent_cache_min_compile_time_secs",
-        float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
-    )
-    return Path(where)
 
 
 @contextlib.contextmanager

@@ -34,6 +34,7 @@ from autogp.parallel.work import (
     chunk_series,
     error_message,
     fit_series,
+    use_compilation_cache,
 )
 
 BACKENDS = ("local", "dask")
@@ -108,6 +109,7 @@ def fit_panel(
                           key="smc.backend")
     scheduler = scheduler if scheduler is not None else config.smc.scheduler
     workers = resolve_workers(int(workers or config.smc.workers))
+    use_compilation_cache()  # only a machine's first fit compiles, from the API as from the CLI
     config_dict = config.to_dict()
     store = ResumeStore(resume, config, panel) if resume is not None else None
     inputs = {s.unique_id: s for s in all_series}

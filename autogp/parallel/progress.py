@@ -52,8 +52,8 @@ def compiling_text(cache: Path | None, where: str = "") -> str:
     """What a first run says while it compiles: that it happens once, and where the compiled
     programs are kept (``cache``: JAX's persistent compilation cache; None: nowhere)."""
     if cache is None:
-        return (f"compiling{where} (no compilation cache in this process: every new process "
-                "compiles again; set jax_compilation_cache_dir to keep compiled programs)")
+        return (f"compiling{where} (no compilation cache: AUTOGP_CACHE_DIR is off or cannot "
+                "be written, so every new process compiles again)")
     return f"compiling{where} (first run on this machine only; cache: {cache})"
 
 

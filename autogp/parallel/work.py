@@ -11,6 +11,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from autogp._x64 import x64
@@ -32,6 +33,46 @@ def compilation_cache_root() -> str | None:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         where = os.path.join(base, "autogp", "jax")
     return where
+
+
+def enable_compilation_cache() -> Path | None:
+    """Keep compiled programs on disk between runs (JAX's persistent cache); the folder, or None
+    where the cache is off or cannot be made.
+
+    A fit's programs depend only on the settings and the padded data length, so a second process
+    with the same settings loads them instead of compiling them again (about a minute on 2
+    cores). The folder is :func:`compilation_cache_root`. Spawned panel workers inherit it
+    through the environment (``JAX_COMPILATION_CACHE_DIR``).
+    """
+    import jax
+
+    where = compilation_cache_root()
+    if where is None:
+        return None
+    try:
+        os.makedirs(where, exist_ok=True)
+    except OSError:
+        return None  # read-only home: run without the cache
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", where)
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "1")
+    jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+    jax.config.update(
+        "jax_persistent_cache_min_compile_time_secs",
+        float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+    )
+    return Path(where)
+
+
+def use_compilation_cache() -> Path | None:
+    """The persistent compilation cache a fit in this process uses: the one JAX is already
+    given (by the user, the command line or a test session), else autogp's own
+    (:func:`enable_compilation_cache`), so that only a machine's first fit compiles."""
+    import jax
+
+    where = jax.config.jax_compilation_cache_dir
+    if where:
+        return Path(where)
+    return enable_compilation_cache()
 
 
 # BLAS and XLA's Eigen operations run single-threaded in each worker: the compiled SMC round is
