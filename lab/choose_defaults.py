@@ -600,6 +600,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                    help=f"comma-separated subset of {', '.join(CANDIDATES)}")
     p.add_argument("--workers", type=int, default=0, help="processes (0: one per core)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fit-seed", type=int, default=None,
+                   help="the fits' seed (default --seed, which also draws the series)")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "choose_defaults")
     p.add_argument("--rescore", action="store_true",
                    help="no fits: rebuild the defaults rows of --out's windows.csv (a run with "
@@ -670,7 +672,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         rows: list[dict] = []
         cache: dict = {}
         for name in names:
-            rows += evaluate(name, CANDIDATES[name], windows, args.seed, args.workers, extra,
+            fit_seed = args.seed if args.fit_seed is None else args.fit_seed
+            rows += evaluate(name, CANDIDATES[name], windows, fit_seed, args.workers, extra,
                              cache)
             print(f"  {name}: done ({rows[-1]['fit_seconds_new']} s of new fits)", flush=True)
         table = pd.DataFrame(rows)
@@ -685,7 +688,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     note = (f"Rolling-origin validation on training data only: {len(series)} series "
             f"({dev} development-panel, {args.m3} M3 monthly, M3 other groups "
             f"{m3_other or 'none'}), {args.origins} origins each, "
-            f"{len(windows)} windows; seed {args.seed}. Command: {command}")
+            f"{len(windows)} windows; seed {args.seed}"
+            + ("" if args.fit_seed is None else f", fits seeded {args.fit_seed}")
+            + f". Command: {command}")
     if args.rescore:
         n = int((table["candidate"] == "defaults").sum())
         note += (f"\n\n`defaults` rebuilt from the none/log fits under the current auto rule "

@@ -52,10 +52,19 @@ def spread(values: np.ndarray) -> float:
     return float((values.max() - values.min()) / values.mean())
 
 
+def share_doubled(table: pd.DataFrame, factor: float = 2.0) -> float:
+    """The share of series (``unique_id``) whose largest MASE over seeds is more than ``factor``
+    times their smallest: the seed luck issue 50 bounds at 5%."""
+    by_series = table.groupby("unique_id")["mase"]
+    return float((by_series.max() > factor * by_series.min()).mean())
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("config", type=Path, nargs="?")
     p.add_argument("--seeds", default="0,1,2,3,4")
+    p.add_argument("--limit", type=int, default=None,
+                   help="a stratified sample of N series (the same for every seed)")
     p.add_argument("--holdout", type=int, default=None,
                    help="score the last N points (for data without a split column)")
     p.add_argument("--set", dest="settings", action="append", default=[],
@@ -89,7 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
             warnings.simplefilter("ignore")
             summary = run_experiment(args.config, overrides={**overrides, "seed": seed,
                                                              "output.dir": str(folder)},
-                                     holdout=args.holdout, quiet=True,
+                                     holdout=args.holdout, limit=args.limit, quiet=True,
                                      out=Console(quiet=True))
         table = per_series(folder).assign(seed=seed)
         tables.append(table)
@@ -109,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict:
         "seeds": seeds,
         "per_seed": per_seed.to_dict(orient="records"),
         "mase_spread": spread(per_seed["mase"].to_numpy()),
+        "share_mase_doubled": share_doubled(every),
         "median_over_seeds": {k: float(per_seed[k].median())
                               for k in ("mase", "scaled_crps", "coverage_95", "rmse",
                                         "inside_95")},
@@ -116,7 +126,8 @@ def main(argv: list[str] | None = None) -> dict:
                               .agg(lambda s: float(s.max() - s.min())).to_dict()),
     }
     print(f"mean MASE over seeds: {per_seed['mase'].round(4).tolist()}; spread (max - min) / "
-          f"mean = {result['mase_spread']:.2%}")
+          f"mean = {result['mase_spread']:.2%}; series with one seed's MASE over twice another's: "
+          f"{result['share_mase_doubled']:.1%}")
     print("medians over seeds: " + ", ".join(f"{k} {v:.4g}"
                                              for k, v in result["median_over_seeds"].items()))
     if args.json is not None:

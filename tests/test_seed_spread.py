@@ -34,6 +34,13 @@ def test_per_series_rmse_and_inside_count_by_hand(tmp_path):
     assert table.loc["a", "mase"] == 1.5
 
 
+def test_share_doubled_counts_series_whose_worst_seed_is_over_twice_their_best():
+    table = pd.DataFrame({"unique_id": ["a", "a", "a", "b", "b", "c", "c"],
+                          "mase": [1.0, 2.0, 1.5, 1.0, 2.01, 0.3, 0.3]})
+    assert _script().share_doubled(table) == pytest.approx(1 / 3)  # only b: 2.01 > 2 * 1.0
+    assert _script().share_doubled(table, factor=1.5) == pytest.approx(2 / 3)
+
+
 def test_spread_is_range_over_mean():
     assert _script().spread(np.array([1.0, 1.2, 0.8])) == pytest.approx(0.4)
 
@@ -45,5 +52,5 @@ def test_tiny_run_same_seed_same_scores(tmp_path):
                              "--json", str(out)])
     first, second = result["per_seed"]
     assert first["points"] == 12 and first["mase"] == second["mase"]
-    assert result["mase_spread"] == 0.0
+    assert result["mase_spread"] == 0.0 and result["share_mase_doubled"] == 0.0
     assert json.loads(out.read_text())["seeds"] == [3, 3]
