@@ -344,16 +344,15 @@ def associative_cost(ops, params, noise, x, y, dim, tolerance, repeats) -> float
         H, r = jax.vmap(lambda ti: observation(mod, ti))(t)
         return parallel_filter(A, Pt, H, r, yv)
 
-    # Single-threaded products, as autogp compiles its own programs: with XLA's default, the
-    # scan's batched LU solves can deadlock the intra-op pool on a two-core machine.
-    program = jax.jit(value, compiler_options={"xla_cpu_multi_thread_eigen": False})
-    return _timed(program, params, noise, repeats=repeats)
+    return _timed(jax.jit(value), params, noise, repeats=repeats)
 
 
 def parallel_filter(A, Pt, H, r, y):
     """The Kalman filter's log likelihood by an associative scan (Sarkka and Garcia-Fernandez
     2021, the filtering elements (A, b, C, eta, J)); ``Pt`` the prior marginal per step, process
     noise ``Q_k = Pt_k - A Pt_(k-1) A^T``."""
+    from autogp.evaluator.linalg import inverse
+
     D = A.shape[0]
     eye = jnp.eye(D)
     Q = Pt.at[1:].add(-jnp.einsum("ij,njk,lk->nil", A, Pt[:-1], A))
@@ -375,9 +374,11 @@ def parallel_filter(A, Pt, H, r, y):
     def combine_batched(a, b):
         A1, b1, C1, e1, J1 = a
         A2, b2, C2, e2, J2 = b
-        M = jnp.linalg.inv(eye + C1 @ J2)
+        # One LAPACK call per matrix on CPU: two independent batched inverses can deadlock
+        # XLA:CPU's intra-op pool (``autogp.evaluator.linalg``).
+        M = inverse(eye + C1 @ J2)
         A2M = A2 @ M
-        N = jnp.linalg.inv(eye + J2 @ C1)
+        N = inverse(eye + J2 @ C1)
         A1T = jnp.swapaxes(A1, -1, -2)
         return (A2M @ A1, matvec(A2M, b1 + matvec(C1, e2)) + b2,
                 A2M @ C1 @ jnp.swapaxes(A2, -1, -2) + C2,

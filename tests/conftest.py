@@ -6,13 +6,13 @@ import tempfile
 # The suite compiles hundreds of programs and runs each on toy data: XLA:CPU's backend (LLVM)
 # optimisation is a large part of every compile and buys nothing at these sizes, and its
 # fusion emitters compile the round programs more slowly than the classic elemental emitters.
-# Neither changes a result. Single-threaded products for every program, not only autogp's:
-# the two test processes share two cores, and XLA:CPU's intra-op pool can deadlock when two
-# batched LAPACK calls run at once and each waits on the pool for its own batch (seen in
-# bench_statespace's associative scan, a plain ``jax.jit``: every thread asleep in
-# ``ParallelBatchMap``). autogp's programs already compile that way (``autogp._xla``). Set
-# before JAX starts its backend; autogp's worker processes and the scripts' subprocesses
-# inherit them through the environment.
+# Neither changes a result. Single-threaded products for every program, not only autogp's
+# (``autogp._xla``): the two test processes share two cores. (That flag does not stop
+# jaxlib's batched LAPACK kernels from splitting a batch over XLA's intra-op pool, where two
+# independent calls in one program can deadlock it; tests and scripts call LAPACK one matrix
+# at a time through ``autogp.evaluator.linalg``, as autogp does.) Set before JAX starts its
+# backend; autogp's worker processes and the scripts' subprocesses inherit them through the
+# environment.
 _FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false",
                  "--xla_cpu_multi_thread_eigen=false")
 for _flag in _FAST_COMPILE:

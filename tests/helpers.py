@@ -229,16 +229,17 @@ def dense_gaussian_log_likelihood(ops, params, noise, x, y):
     """Value ``[P]`` (numpy) and gradient (``params``, ``noise``) of log N(y | 0, K + s I) per
     tree by a plain Cholesky, no jitter: ``K`` from the dense evaluator's ``gram``, the density
     and its autodiff gradient from scratch. The reference for the state-space likelihoods."""
-    import jax
     import jax.numpy as jnp
 
     from autogp.evaluator import gram
+    from autogp.evaluator.linalg import cho_solve, cholesky
 
     def total(p, s):
         C = gram(ops, p, x) + jnp.exp(s)[:, None, None] * jnp.eye(len(x))
-        L = jnp.linalg.cholesky(C)
+        # One LAPACK call per tree: batched calls in one program can deadlock XLA:CPU's pool.
+        L = cholesky(C)
         b = jnp.broadcast_to(y, (len(ops), len(y)))[..., None]
-        alpha = jax.scipy.linalg.cho_solve((L, True), b)[..., 0]
+        alpha = cho_solve(L, b)[..., 0]
         logdet = 2 * jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), -1)
         return -0.5 * (jnp.sum(y * alpha, -1) + logdet + len(y) * np.log(2 * np.pi))
 

@@ -59,6 +59,18 @@ def test_inverse_from_cholesky_matches_numpy_across_block_levels(n):
     assert_allclose(inv, np.swapaxes(inv, -1, -2), rtol=1e-12, atol=1e-15)
 
 
+def test_inverse_matches_numpy_matrix_by_matrix_and_its_gradient_jax():
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(2, 3, 6, 6)) + 6 * np.eye(6)  # not symmetric
+    inv = np.asarray(linalg.inverse(jnp.asarray(A)))
+    for i in np.ndindex(2, 3):
+        assert_allclose(inv[i], np.linalg.inv(A[i]), rtol=1e-9, atol=1e-12)
+    W = jnp.asarray(rng.normal(size=A.shape))
+    ours, ref = (jax.grad(lambda a, f=f: jnp.sum(W * f(a)))(jnp.asarray(A))
+                 for f in (linalg.inverse, jnp.linalg.inv))
+    assert_allclose(np.asarray(ours), np.asarray(ref), rtol=1e-9, atol=1e-11)
+
+
 def test_not_positive_definite_gives_nan_like_numpy_semantics():
     A = jnp.stack([jnp.eye(3), -jnp.eye(3)])
     L = np.asarray(linalg.cholesky(A))
@@ -104,3 +116,44 @@ def test_the_likelihood_gradient_makes_no_batched_lapack_call_on_cpu(n):
     for operands in shapes:  # e.g. "f64[12,12]{1,0}": rank 2, no batch dimension
         for dims in re.findall(r"f64\[([\d,]*)\]", operands):
             assert dims.count(",") == 1, f"batched LAPACK call: {operands}"
+
+
+def _assert_no_batched_lapack(compiled_text: str) -> None:
+    shapes = _lapack_operand_shapes(compiled_text)
+    assert shapes, "expected LAPACK calls in the compiled program"
+    for operands in shapes:
+        for dims in re.findall(r"f64\[([\d,]*)\]", operands):
+            assert dims.count(",") == 1, f"batched LAPACK call: {operands}"
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the looped form is CPU-only")
+def test_the_tests_dense_reference_and_the_inverse_make_no_batched_lapack_call_on_cpu():
+    """The programs that hung the suite once (two batched LAPACK calls at a time, every
+    pool thread waiting in ``ParallelBatchMap``) now call LAPACK one matrix at a time: the
+    state-space tests' dense reference with its gradient, and the batched inverse that
+    ``scripts/bench_statespace.py``'s associative scan combines its elements with."""
+    from autogp.kernels.packing import pack
+    from autogp.kernels.text import parse
+    from tests import helpers
+
+    ops, params = pack([parse("LIN + PER * M32"), parse("M52 + PER")])
+    x = jnp.linspace(0.0, 1.0, 20)
+    y = jnp.sin(6.0 * x)
+    captured = {}
+    real_jit = jax.jit
+
+    def capturing_jit(fn, *args, **kwargs):
+        program = real_jit(fn, *args, **kwargs)
+        captured["text"] = program.lower(params, jnp.zeros(2)).compile().as_text()
+        return program
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(jax, "jit", capturing_jit)
+        helpers.dense_gaussian_log_likelihood(jnp.asarray(ops), params, jnp.zeros(2), x, y)
+    _assert_no_batched_lapack(captured["text"])
+
+    rng = np.random.default_rng(5)
+    A = jnp.asarray(rng.normal(size=(8, 5, 5)) + 5 * np.eye(5))
+    B = jnp.asarray(rng.normal(size=(8, 5, 5)) + 5 * np.eye(5))
+    both = jax.jit(lambda a, b: (linalg.inverse(a), linalg.inverse(b)))  # independent calls
+    _assert_no_batched_lapack(both.lower(A, B).compile().as_text())

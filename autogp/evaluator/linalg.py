@@ -50,6 +50,12 @@ def solve_triangular(L, B, *, lower: bool = True, trans: int = 0):
     return _per_matrix(lambda l, b: jsl.solve_triangular(l, b, lower=lower, trans=trans), L, B)
 
 
+def inverse(A):
+    """``A^-1`` for square ``A`` ``[..., n, n]`` (LU, as :func:`jax.numpy.linalg.inv`), one
+    matrix at a time on CPU."""
+    return _per_matrix(jnp.linalg.inv, A)
+
+
 def cho_solve(L, B):
     """``(L L^T)^-1 B`` for lower Cholesky factors ``L`` ``[..., n, n]`` and ``B``
     ``[..., n, k]``."""
@@ -108,4 +114,4 @@ def inverse_from_cholesky(L):
     return _per_matrix(lambda l: _gram_of_lower(_lower_inverse(l)), L)
 
 
-__all__ = ["cho_solve", "cholesky", "inverse_from_cholesky", "solve_triangular"]
+__all__ = ["cho_solve", "cholesky", "inverse", "inverse_from_cholesky", "solve_triangular"]
