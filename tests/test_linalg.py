@@ -100,6 +100,14 @@ def _lapack_operand_shapes(hlo: str) -> list[str]:
     return [re.search(r"operand_layout_constraints=\{([^}]*)\}", ln).group(1) for ln in lines]
 
 
+def _assert_no_batched_lapack(compiled_text: str) -> None:
+    shapes = _lapack_operand_shapes(compiled_text)
+    assert shapes, "expected LAPACK calls in the compiled program"
+    for operands in shapes:  # e.g. "f64[12,12]{1,0}": rank 2, no batch dimension
+        for dims in re.findall(r"f64\[([\d,]*)\]", operands):
+            assert dims.count(",") == 1, f"batched LAPACK call: {operands}"
+
+
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the looped form is CPU-only")
 @pytest.mark.parametrize("n", [12, 70])  # 70: the inverse by blocks
 def test_the_likelihood_gradient_makes_no_batched_lapack_call_on_cpu(n):
@@ -111,23 +119,12 @@ def test_the_likelihood_gradient_makes_no_batched_lapack_call_on_cpu(n):
         return jnp.sum(gaussian_log_marginal(K, jnp.exp(s), y))
 
     hlo = jax.jit(jax.grad(total, argnums=(0, 1))).lower(K, jnp.zeros(4)).compile().as_text()
-    shapes = _lapack_operand_shapes(hlo)
-    assert shapes, "expected LAPACK calls in the compiled program"
-    for operands in shapes:  # e.g. "f64[12,12]{1,0}": rank 2, no batch dimension
-        for dims in re.findall(r"f64\[([\d,]*)\]", operands):
-            assert dims.count(",") == 1, f"batched LAPACK call: {operands}"
-
-
-def _assert_no_batched_lapack(compiled_text: str) -> None:
-    shapes = _lapack_operand_shapes(compiled_text)
-    assert shapes, "expected LAPACK calls in the compiled program"
-    for operands in shapes:
-        for dims in re.findall(r"f64\[([\d,]*)\]", operands):
-            assert dims.count(",") == 1, f"batched LAPACK call: {operands}"
+    _assert_no_batched_lapack(hlo)
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="the looped form is CPU-only")
-def test_the_tests_dense_reference_and_the_inverse_make_no_batched_lapack_call_on_cpu():
+def test_the_tests_dense_reference_and_the_inverse_make_no_batched_lapack_call_on_cpu(
+        monkeypatch):
     """The programs that hung the suite once (two batched LAPACK calls at a time, every
     pool thread waiting in ``ParallelBatchMap``) now call LAPACK one matrix at a time: the
     state-space tests' dense reference with its gradient, and the batched inverse that
@@ -147,9 +144,9 @@ def test_the_tests_dense_reference_and_the_inverse_make_no_batched_lapack_call_o
         captured["text"] = program.lower(params, jnp.zeros(2)).compile().as_text()
         return program
 
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(jax, "jit", capturing_jit)
-        helpers.dense_gaussian_log_likelihood(jnp.asarray(ops), params, jnp.zeros(2), x, y)
+    monkeypatch.setattr(jax, "jit", capturing_jit)
+    helpers.dense_gaussian_log_likelihood(jnp.asarray(ops), params, jnp.zeros(2), x, y)
+    monkeypatch.undo()
     _assert_no_batched_lapack(captured["text"])
 
     rng = np.random.default_rng(5)
