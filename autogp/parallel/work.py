@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jax
+
 from autogp._x64 import x64
 from autogp.config import Config, load_config
 from autogp.data import DataError, TimeSeries
@@ -44,8 +46,6 @@ def enable_compilation_cache() -> Path | None:
     cores). The folder is :func:`compilation_cache_root`. Spawned panel workers inherit it
     through the environment (``JAX_COMPILATION_CACHE_DIR``).
     """
-    import jax
-
     where = compilation_cache_root()
     if where is None:
         return None
@@ -67,8 +67,6 @@ def use_compilation_cache() -> Path | None:
     """The persistent compilation cache a fit in this process uses: the one JAX is already
     given (by the user, the command line or a test session), else autogp's own
     (:func:`enable_compilation_cache`), so that only a machine's first fit compiles."""
-    import jax
-
     where = jax.config.jax_compilation_cache_dir
     if where:
         return Path(where)
