@@ -8,11 +8,20 @@ series, the median over seeds. The test split only reports: nothing here chooses
     python lab/seed_spread.py configs/dev_panel.toml --seeds 0,1,2,3,4
     python lab/seed_spread.py configs/airline_defaults.toml --seeds 0,1,2,3,4 --holdout 18
     python lab/seed_spread.py --tiny --out /tmp/spread      # smoke run: seconds
+
+``--windows`` reads rolling-origin rows instead (``lab/choose_defaults.py --fit-seed S``, one
+file or several, with a ``fit_seed`` column or one seed per file in order) and reports the same
+two figures per group of windows (season and horizon), plus the pooled forecasts: the MASE of
+the mean of k runs' median forecasts, for every k-subset of the seeds. Pooling k independent
+runs is what k times the compute buys without changing the sampler.
+
+    python lab/seed_spread.py --windows RUN/seed0/windows.csv RUN/seed1/windows.csv --pool 2
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import warnings
@@ -59,6 +68,79 @@ def share_doubled(table: pd.DataFrame, factor: float = 2.0) -> float:
     return float((by_series.max() > factor * by_series.min()).mean())
 
 
+def read_windows(paths: list[Path]) -> pd.DataFrame:
+    """Rolling-origin rows of several fit seeds: their ``fit_seed`` column, or the file's
+    position in ``paths`` where it has none."""
+    frames = []
+    for i, path in enumerate(paths):
+        frame = pd.read_csv(path, dtype={"unique_id": str})
+        if "fit_seed" not in frame:
+            frame = frame.assign(fit_seed=i)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def pooled_window_mase(rows: pd.DataFrame, seeds: tuple[int, ...]) -> pd.Series:
+    """Per window (``unique_id@origin``): the MASE of the mean of ``seeds``' median
+    forecasts. The window's MASE scale (its training values' naive error, not in the rows) is
+    recovered from a seed's own row as mean |y - median| / mase_median."""
+    out = {}
+    for (uid, origin), group in rows.groupby(["unique_id", "origin"]):
+        group = group.set_index("fit_seed")
+        y = np.asarray(json.loads(group["y"].iloc[0]), dtype=float)
+        medians = {s: np.asarray(json.loads(group.loc[s, "median"]), dtype=float)
+                   for s in group.index}
+        scales = [np.mean(np.abs(y - medians[s])) / group.loc[s, "mase_median"]
+                  for s in group.index if group.loc[s, "mase_median"] > 0]
+        if not scales:
+            continue
+        pooled = np.mean([medians[s] for s in seeds], axis=0)
+        out[f"{uid}@{origin}"] = float(np.mean(np.abs(y - pooled)) / scales[0])
+    return pd.Series(out, dtype=float)
+
+
+def window_spread(rows: pd.DataFrame, pool: int = 1) -> dict:
+    """Seed luck on rolling-origin rows of one group of windows. A run is the mean of ``pool``
+    seeds' median forecasts (every ``pool``-subset of the seeds; ``pool = 1``: each seed).
+    Returns the runs' mean MASE, the spread of their means and the share of windows whose
+    largest MASE over the runs is over twice their smallest (at ``pool = 1``, issue 50's two
+    figures), and ``pairwise_doubled``: over every two runs with no seed in common, the mean
+    share of windows where one run's MASE is over twice the other's (comparable across
+    ``pool``, where overlapping subsets would share their luck)."""
+    seeds = sorted(int(s) for s in rows["fit_seed"].unique())
+    runs = list(itertools.combinations(seeds, pool))
+    scores = pd.DataFrame({run: pooled_window_mase(rows, run) for run in runs})
+    means = scores.mean().to_numpy()
+    long = scores.set_axis(range(len(runs)), axis=1).rename_axis("unique_id").stack()
+    table = long.rename("mase").reset_index(level="unique_id")
+    pairs = [(a, b) for a, b in itertools.combinations(runs, 2) if not set(a) & set(b)]
+    pairwise = [float(np.mean(np.maximum(scores[a], scores[b])
+                              > 2.0 * np.minimum(scores[a], scores[b]))) for a, b in pairs]
+    return {"pool": pool, "runs": len(runs), "windows": len(scores),
+            "mean_mase": float(means.mean()), "mase_spread": spread(means),
+            "share_mase_doubled": share_doubled(table),
+            "pairwise_doubled": float(np.mean(pairwise)) if pairwise else float("nan")}
+
+
+def windows_main(args: argparse.Namespace) -> dict:
+    """``--windows``: :func:`window_spread` per group of windows (season, horizon) and pool."""
+    rows = read_windows(args.windows)
+    if "candidate" in rows and rows["candidate"].nunique() > 1:
+        names = sorted(rows["candidate"].unique())
+        raise SystemExit(f"--windows: rows of several candidates {names}; give one candidate's")
+    groups = []
+    for (season, h), group in rows.groupby(["season", "h"]):
+        for pool in args.pool:
+            result = {"season": int(season), "h": int(h), **window_spread(group, pool)}
+            groups.append(result)
+            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                           for k, v in result.items()), flush=True)
+    result = {"windows": [str(p) for p in args.windows], "groups": groups}
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("config", type=Path, nargs="?")
@@ -72,7 +154,13 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--out", type=Path, default=Path("autogp_out/seed_spread"))
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--tiny", action="store_true", help="smoke run: airline, a tiny model")
+    p.add_argument("--windows", type=Path, nargs="+", default=None,
+                   help="rolling-origin rows (lab/choose_defaults.py) of several fit seeds")
+    p.add_argument("--pool", type=int, nargs="+", default=[1],
+                   help="with --windows: runs pooled from this many seeds (default 1)")
     args = p.parse_args(argv)
+    if args.windows is not None:
+        return windows_main(args)
     overrides: dict[str, object] = {}
     if args.tiny:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -54,3 +54,51 @@ def test_tiny_run_same_seed_same_scores(tmp_path):
     assert first["points"] == 12 and first["mase"] == second["mase"]
     assert result["mase_spread"] == 0.0 and result["share_mase_doubled"] == 0.0
     assert json.loads(out.read_text())["seeds"] == [3, 3]
+
+
+def _window_rows():
+    """Two windows, three seeds, by hand: window a (y = [1, 2], MASE scale 1) and b (y = [0, 0],
+    scale 2); seed 0 forecasts a exactly, so a's scale comes from another seed's row."""
+    forecasts = {("a", 0): [1, 2], ("a", 1): [2, 3], ("a", 2): [0, 1],
+                 ("b", 0): [2, 2], ("b", 1): [4, 4], ("b", 2): [-2, -2]}
+    truth, scale = {"a": [1, 2], "b": [0, 0]}, {"a": 1.0, "b": 2.0}
+    return pd.DataFrame([
+        {"unique_id": w, "origin": 1, "fit_seed": s, "season": 1, "h": 2,
+         "y": json.dumps(truth[w]), "median": json.dumps(f),
+         "mase_median": float(np.mean(np.abs(np.subtract(truth[w], f)))) / scale[w]}
+        for (w, s), f in forecasts.items()])
+
+
+def test_pooled_window_mase_scores_the_mean_of_the_seeds_medians():
+    rows = _window_rows()
+    single = _script().pooled_window_mase(rows, (1,))
+    assert single["a@1"] == pytest.approx(1.0) and single["b@1"] == pytest.approx(2.0)
+    pooled = _script().pooled_window_mase(rows, (0, 1))  # a: [1.5, 2.5]; b: [3, 3]
+    assert pooled["a@1"] == pytest.approx(0.5) and pooled["b@1"] == pytest.approx(1.5)
+    assert _script().pooled_window_mase(rows, (1, 2))["a@1"] == pytest.approx(0.0)
+
+
+def test_window_spread_by_hand():
+    one = _script().window_spread(_window_rows(), pool=1)
+    # per seed: a 0 / 1 / 1, b 1 / 2 / 1; means 0.5 / 1.5 / 1.0
+    assert one["mean_mase"] == pytest.approx(1.0) and one["mase_spread"] == pytest.approx(1.0)
+    assert one["share_mase_doubled"] == pytest.approx(0.5)  # a only: b's 2 is not over 2 * 1
+    assert one["pairwise_doubled"] == pytest.approx(1 / 3)  # a in (0, 1) and (0, 2)
+    two = _script().window_spread(_window_rows(), pool=2)
+    # runs (0, 1), (0, 2), (1, 2): a 0.5 / 0.5 / 0, b 1.5 / 0 / 0.5
+    assert two["runs"] == 3 and two["mean_mase"] == pytest.approx(0.5)
+    assert np.isnan(two["pairwise_doubled"])  # three seeds hold no two disjoint pairs
+
+
+def test_windows_mode_reports_each_group_and_pool(tmp_path):
+    rows = _window_rows()
+    paths = []
+    for seed in (0, 1, 2):  # one file per seed, no fit_seed column: the order gives it
+        paths.append(tmp_path / f"seed{seed}.csv")
+        rows[rows["fit_seed"] == seed].drop(columns="fit_seed").to_csv(paths[-1], index=False)
+    out = tmp_path / "spread.json"
+    result = _script().main(["--windows", *map(str, paths), "--pool", "1", "2",
+                             "--json", str(out)])
+    assert [g["pool"] for g in result["groups"]] == [1, 2]
+    assert result["groups"][0]["mean_mase"] == pytest.approx(1.0)
+    assert json.loads(out.read_text())["groups"][1]["mean_mase"] == pytest.approx(0.5)
