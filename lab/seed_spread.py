@@ -68,6 +68,11 @@ def share_doubled(table: pd.DataFrame, factor: float = 2.0) -> float:
     return float((by_series.max() > factor * by_series.min()).mean())
 
 
+def _line(row: dict) -> str:
+    """A result row as ``key=value`` pairs, floats to 4 significant digits."""
+    return " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items())
+
+
 def read_windows(paths: list[Path]) -> pd.DataFrame:
     """Rolling-origin rows of several fit seeds: their ``fit_seed`` column, or the file's
     position in ``paths`` where it has none."""
@@ -80,23 +85,31 @@ def read_windows(paths: list[Path]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def pooled_window_mase(rows: pd.DataFrame, seeds: tuple[int, ...]) -> pd.Series:
-    """Per window (``unique_id@origin``): the MASE of the mean of ``seeds``' median
-    forecasts. The window's MASE scale (its training values' naive error, not in the rows) is
-    recovered from a seed's own row as mean |y - median| / mase_median."""
+def window_forecasts(rows: pd.DataFrame) -> dict[str, tuple]:
+    """Per window (``unique_id@origin``): its held-out values, each seed's median forecast and
+    its MASE scale. The scale (the training values' naive error, not in the rows) is recovered
+    from a seed's own row as mean |y - median| / mase_median; a window that every seed
+    forecast exactly has none and is left out."""
     out = {}
     for (uid, origin), group in rows.groupby(["unique_id", "origin"]):
         group = group.set_index("fit_seed")
         y = np.asarray(json.loads(group["y"].iloc[0]), dtype=float)
         medians = {s: np.asarray(json.loads(group.loc[s, "median"]), dtype=float)
                    for s in group.index}
-        scales = [np.mean(np.abs(y - medians[s])) / group.loc[s, "mase_median"]
-                  for s in group.index if group.loc[s, "mase_median"] > 0]
-        if not scales:
-            continue
-        pooled = np.mean([medians[s] for s in seeds], axis=0)
-        out[f"{uid}@{origin}"] = float(np.mean(np.abs(y - pooled)) / scales[0])
-    return pd.Series(out, dtype=float)
+        scale = next((np.mean(np.abs(y - medians[s])) / group.loc[s, "mase_median"]
+                      for s in group.index if group.loc[s, "mase_median"] > 0), None)
+        if scale is not None:
+            out[f"{uid}@{origin}"] = (y, medians, scale)
+    return out
+
+
+def pooled_window_mase(rows: pd.DataFrame | dict, seeds: tuple[int, ...]) -> pd.Series:
+    """Per window (``unique_id@origin``): the MASE of the mean of ``seeds``' median forecasts,
+    from the rows or their :func:`window_forecasts`."""
+    windows = window_forecasts(rows) if isinstance(rows, pd.DataFrame) else rows
+    return pd.Series({window: float(np.mean(np.abs(y - np.mean([medians[s] for s in seeds],
+                                                                  axis=0))) / scale)
+                      for window, (y, medians, scale) in windows.items()}, dtype=float)
 
 
 def window_spread(rows: pd.DataFrame, pool: int = 1) -> dict:
@@ -109,7 +122,8 @@ def window_spread(rows: pd.DataFrame, pool: int = 1) -> dict:
     ``pool``, where overlapping subsets would share their luck)."""
     seeds = sorted(int(s) for s in rows["fit_seed"].unique())
     runs = list(itertools.combinations(seeds, pool))
-    scores = pd.DataFrame({run: pooled_window_mase(rows, run) for run in runs})
+    windows = window_forecasts(rows)
+    scores = pd.DataFrame({run: pooled_window_mase(windows, run) for run in runs})
     means = scores.mean().to_numpy()
     long = scores.set_axis(range(len(runs)), axis=1).rename_axis("unique_id").stack()
     table = long.rename("mase").reset_index(level="unique_id")
@@ -133,8 +147,7 @@ def windows_main(args: argparse.Namespace) -> dict:
         for pool in args.pool:
             result = {"season": int(season), "h": int(h), **window_spread(group, pool)}
             groups.append(result)
-            print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in result.items()), flush=True)
+            print(_line(result), flush=True)
     result = {"windows": [str(p) for p in args.windows], "groups": groups}
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
@@ -197,8 +210,7 @@ def main(argv: list[str] | None = None) -> dict:
                      "inside_95": int(table["inside_95"].sum()),
                      "points": int(table["points"].sum()),
                      "fit_seconds": summary["fit_seconds"]})
-        print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                       for k, v in rows[-1].items()), flush=True)
+        print(_line(rows[-1]), flush=True)
     per_seed = pd.DataFrame(rows)
     every = pd.concat(tables, ignore_index=True)
     result = {
