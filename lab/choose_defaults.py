@@ -595,6 +595,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                    help="after the draws, keep only the series of these frequencies (e.g. "
                    "other YS): a subset of a run's windows, for a candidate on part of them")
     p.add_argument("--limit", type=int, default=None, help="at most this many series in all")
+    p.add_argument("--shorter-than", type=int, default=None, metavar="N",
+                   help="keep only the windows of fewer than N training values: a length "
+                   "rule's short side, for a candidate on part of a run's windows")
     p.add_argument("--origins", type=int, default=2, help="forecast origins per series")
     p.add_argument("--candidates", default=None,
                    help=f"comma-separated subset of {', '.join(CANDIDATES)}")
@@ -662,6 +665,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     if args.limit is not None:
         series = series[: args.limit]
     windows = make_windows(series, args.origins)
+    if args.shorter_than is not None:
+        windows = [w for w in windows if w["cutoff"] < args.shorter_than]
     source = "the rows of --windows" if args.windows else f"candidates {names}"
     print(f"{len(series)} series, {len(windows)} windows, {source}", flush=True)
     if args.rescore:
