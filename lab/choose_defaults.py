@@ -219,8 +219,9 @@ def _calendar(freq: str) -> str | None:
     return None if freq == "other" else freq
 
 
-def make_windows(series: list[dict], origins: int) -> list[dict]:
-    """The forecast windows of every series (training values only)."""
+def make_windows(series: list[dict], origins: int, shorter_than: int | None = None) -> list[dict]:
+    """The forecast windows of every series (training values only); with ``shorter_than``,
+    only those of fewer training values."""
     windows = []
     for s in series:
         h = HORIZON[s["freq"]]
@@ -228,6 +229,8 @@ def make_windows(series: list[dict], origins: int) -> list[dict]:
                                _calendar(s["freq"]))
         m = seasonality(probe.axis)
         for cutoff, k in training_windows(len(s["y"]), h, origins, max(10, 2 * m + 4)):
+            if shorter_than is not None and cutoff >= shorter_than:
+                continue
             fit_part = with_frequency(
                 from_arrays(_time(s["ds"][:cutoff], s["freq"]), s["y"][:cutoff],
                             unique_id=f"{s['uid']}@{k}"),
@@ -664,9 +667,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         series = [s for s in series if s["freq"] in args.only_freq]
     if args.limit is not None:
         series = series[: args.limit]
-    windows = make_windows(series, args.origins)
-    if args.shorter_than is not None:
-        windows = [w for w in windows if w["cutoff"] < args.shorter_than]
+    windows = make_windows(series, args.origins, args.shorter_than)
     source = "the rows of --windows" if args.windows else f"candidates {names}"
     print(f"{len(series)} series, {len(windows)} windows, {source}", flush=True)
     if args.rescore:

@@ -26,6 +26,15 @@ def test_windows_stay_inside_the_training_part():
         assert cutoff + 18 <= 100
 
 
+def test_shorter_than_keeps_exactly_the_short_windows():
+    series = choose_defaults.load_series(3, 0, 0)
+    every = choose_defaults.make_windows(series, 3)
+    short = choose_defaults.make_windows(series, 3, shorter_than=30)
+    expected = [(w["uid"], w["origin"]) for w in every if w["cutoff"] < 30]
+    assert 0 < len(expected) < len(every)
+    assert [(w["uid"], w["origin"]) for w in short] == expected
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("choose")
