@@ -10,6 +10,7 @@ import typer
 
 from autogp.config import Config
 from autogp.data.spelling import NAME_ONLY
+from autogp.inference.settings import particles_text
 
 # Settings a config file may change: --help shows these defaults and names the key.
 DEFAULTS = Config()
@@ -94,7 +95,8 @@ ParticlesOption = Annotated[
     typer.Option("--particles", "-p", min=1,
                  help="Particles (kernel structures) in the SMC population; more explore "
                  "more structures and take longer.",
-                 show_default=config_default(DEFAULTS.smc.num_particles, "smc.num_particles")),
+                 show_default=config_default(particles_text(DEFAULTS.smc.num_particles),
+                                             "smc.num_particles")),
 ]
 SeedOption = Annotated[
     int | None,
