@@ -47,8 +47,7 @@ def fit_mcmc(
     num_iterations: int | None = None,
     callback: Callable[[int, int], None] | None = None,
 ) -> smc.SMCResult:
-    """Run ``settings.particles_for(len(x))`` independent MCMC chains over structures and
-    parameters (as many as an SMC fit of ``x`` has particles).
+    """Run ``settings.num_particles`` independent MCMC chains over structures and parameters.
 
     Args:
       x: normalised inputs in [0, 1], ``[N]``.
@@ -79,7 +78,7 @@ def fit_mcmc(
         raise ValueError(f"num_iterations must be >= 1, got {iterations}")
 
     settings = mcmc_settings(settings)
-    P = settings.particles_for(len(x))
+    P = settings.num_particles
     k_init, k_run = jax.random.split(key)
     # Time order, no shuffle: every round sees all points.
     data = rounds.make_data([x], [y], period_peaks=settings.period_peaks,

@@ -19,7 +19,6 @@ from autogp.config import (
 )
 from autogp.config.build import flatten
 from autogp.data import read_csv
-from autogp.inference.settings import SMCSettings
 from autogp.kernels import spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,11 +38,8 @@ def test_defaults():
     }  # fmt: skip
     smc = cfg.smc
     assert (smc.num_particles, smc.schedule, smc.num_rounds, smc.shuffle) == (
-        0, "linear", 10, False,
+        16, "linear", 10, False,
     )  # fmt: skip
-    engine = SMCSettings()
-    assert [engine.particles_for(n) for n in (10, 59, 60, 500)] == [64, 64, 16, 16]
-    assert SMCSettings(num_particles=8).particles_for(10) == 8
     assert (smc.ess_threshold, smc.resampling, smc.structure_moves) == (0.5, "multinomial", 10)
     assert (smc.subtree_replace, smc.detach_attach, smc.pick) == (0.5, 0.5, "uniform")
     assert (cfg.refine.optimizer, cfg.refine.steps, cfg.refine.learning_rate) == (
@@ -171,7 +167,7 @@ def test_overrides():
     with pytest.raises(ConfigError, match="key=value"):
         parse_overrides(["seed"])
     with pytest.raises(ConfigError, match="smc.num_particles"):
-        load_config(None, {"smc.num_particles": -1})
+        load_config(None, {"smc.num_particles": 0})
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "configs").glob("*.toml")), ids=lambda p: p.name)
@@ -211,7 +207,7 @@ BAD = [
     ("max_depth 0", {"grammar": {"max_depth": 0}}, ["grammar.max_depth", "0", "[1, 5]"]),
     ("max_depth 6", {"grammar": {"max_depth": 6}}, ["grammar.max_depth", "6", "[1, 5]"]),
     ("too many particles", {"smc": {"num_particles": 5000}},
-     ["smc.num_particles", "5000", "[0, 4096]"]),
+     ["smc.num_particles", "5000", "[1, 4096]"]),
     ("negative weight", {"grammar": {"weights": {"PER": -1}}},
      ["grammar.weights.PER", "-1", "[0,"]),
     ("all atoms zero", {"grammar": {"weights": {"LIN": 0, "GE": 0, "PER": 0, "BM": 0}}},

@@ -65,7 +65,6 @@ from autogp.config import ConfigError, parse_overrides
 from autogp.data import DataError
 from autogp.data.spelling import spelled_as
 from autogp.inference.mixture import PredictionError
-from autogp.inference.settings import particles_text
 from autogp.pipeline.atomic import atomic_write
 from autogp.pipeline.saveload import ModelFileError
 
@@ -335,15 +334,10 @@ def fit(
     report_unfitted(err, model.errors)
     if not quiet:
         n = sum(model.series(u).n for u in model.unique_ids)
-        # Pooled restarts hold restarts x particles; the count can differ by series length.
-        counts = sorted({len(fit.log_weights) // model.config.smc.restarts
-                         for fit in model.fits.values()})
-        particles = ("-".join(str(c) for c in counts[:: max(1, len(counts) - 1)])
-                     or particles_text(model.config.smc.num_particles))
         _note(
             err,
             f"fitted {len(model.unique_ids)} series ({n} observations, "
-            f"{particles} particles) in "
+            f"{model.config.smc.num_particles} particles) in "
             f"{fit_time(time.perf_counter() - started, model.compile_seconds)}",
         )
     if request is not None:

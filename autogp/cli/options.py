@@ -10,7 +10,6 @@ import typer
 
 from autogp.config import Config
 from autogp.data.spelling import NAME_ONLY
-from autogp.inference.settings import particles_text
 
 # Settings a config file may change: --help shows these defaults and names the key.
 DEFAULTS = Config()
@@ -95,8 +94,7 @@ ParticlesOption = Annotated[
     typer.Option("--particles", "-p", min=1,
                  help="Particles (kernel structures) in the SMC population; more explore "
                  "more structures and take longer.",
-                 show_default=config_default(particles_text(DEFAULTS.smc.num_particles),
-                                             "smc.num_particles")),
+                 show_default=config_default(DEFAULTS.smc.num_particles, "smc.num_particles")),
 ]
 SeedOption = Annotated[
     int | None,

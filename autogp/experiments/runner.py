@@ -46,7 +46,6 @@ from autogp.experiments.series_scores import (
 )
 from autogp.forecast.metrics import seasonality
 from autogp.forecast.model import AutoGP
-from autogp.inference.settings import particles_text
 from autogp.parallel import AfterFit, map_chunks, read_series_tolerant, resolve_workers
 
 
@@ -294,7 +293,7 @@ def run_single_experiment(
         "series": len(pairs),
         "scored_series": len(rows),
         "failed_series": len(errors),
-        "particles": particles_text(config.smc.num_particles),
+        "particles": config.smc.num_particles,
         "workers": min(resolve_workers(config.smc.workers), len(pairs)),
         "seed": config.seed,
         "horizons": sorted({len(h.y) for _, h in pairs if h is not None}),

@@ -53,7 +53,7 @@ class AutoGP(RevisedData):
     Args:
         config: a :class:`autogp.config.Config`, a TOML path, a dict, or ``None`` (defaults).
         seed: random seed (default: the config's ``seed``, 0 unless set).
-        particles: number of SMC particles (``smc.num_particles``; default: by series length).
+        particles: number of SMC particles (``smc.num_particles``).
         rounds: SMC data-annealing rounds (``smc.num_rounds``).
         max_depth: deepest kernel tree (``grammar.max_depth``).
         log_transform: True fits ``log(y)`` (``data.transform = "log"``), False the raw values
@@ -127,9 +127,12 @@ class AutoGP(RevisedData):
         return self._fit_of(unique_id).series
 
     def __repr__(self) -> str:
-        particles = self.config.smc.num_particles or "auto"
-        fitted = f"series={len(self._fits)}" if self._fits else "unfitted"
-        return f"AutoGP(particles={particles!r}, seed={self.seed}, {fitted})"
+        if not self._fits:
+            return f"AutoGP(particles={self.config.smc.num_particles}, seed={self.seed}, unfitted)"
+        return (
+            f"AutoGP(particles={self.config.smc.num_particles}, seed={self.seed}, "
+            f"series={len(self._fits)})"
+        )
 
     def _fit_of(self, unique_id: str | None) -> Posterior:
         self._require_fitted()

@@ -118,30 +118,11 @@ class RefineSettings:
         as_members(self)
 
 
-#: ``num_particles = 0`` (the default): particles by series length. A short series' rounds cost
-#: the program's overhead more than its arithmetic, so four times the particles cost about 1.6
-#: times the fit, and with 16 the seed alone doubles the error of one short series in five
-#: (benchmarks/choose_defaults/particles_rule).
-SHORT_SERIES = 60
-SHORT_SERIES_PARTICLES = 64
-PARTICLES = 16
-
-
-def particles_text(num_particles: int) -> str:
-    """A ``num_particles`` setting as a reader sees it: ``"16"``, or the length rule for 0."""
-    if num_particles:
-        return str(num_particles)
-    return f"{SHORT_SERIES_PARTICLES} (below {SHORT_SERIES} points) or {PARTICLES}"
-
-
 @dataclasses.dataclass(frozen=True)
 class SMCSettings:
     """Everything a fit reads besides the grammar, the data and the key."""
 
-    num_particles: int = setting(
-        0, f"number of particles (0: chosen from the series length, {SHORT_SERIES_PARTICLES} "
-        f"below {SHORT_SERIES} points, where rounds are cheap, else {PARTICLES})",
-        lo=0, hi=4096, in_programs=False)
+    num_particles: int = setting(16, "number of particles", lo=1, hi=4096, in_programs=False)
     schedule: Schedule = setting(
         Schedule.LINEAR,
         "how observations are added: linear/log steps, explicit counts, or online (one by one)",
@@ -244,12 +225,6 @@ class SMCSettings:
     def __post_init__(self) -> None:
         as_members(self)
 
-    def particles_for(self, n: int) -> int:
-        """The particles of a fit whose shortest series has ``n`` points."""
-        if self.num_particles:
-            return self.num_particles
-        return SHORT_SERIES_PARTICLES if n < SHORT_SERIES else PARTICLES
-
     def power_for(self, n: int) -> float:
         """The learning rate of a series of ``n`` points (1 below ``power_from``)."""
         return self.likelihood_power if n >= self.power_from else 1.0
@@ -292,5 +267,4 @@ __all__ = [
     "SMCSettings",
     "Schedule",
     "StructureWeights",
-    "particles_text",
 ]

@@ -152,8 +152,7 @@ def run_smc_panel(
     seasonal_periods: Sequence[float | Sequence[float] | None] | None = None,
     known_vars: Sequence[np.ndarray | None] | None = None,
 ) -> list[SMCResult]:
-    """Fit G series (normalised x in [0, 1], y standardised) in one compiled program, each
-    with ``settings.particles_for`` the shortest series' length particles.
+    """Fit G series (normalised x in [0, 1], y standardised) in one compiled program.
 
     ``known_vars``: per series the known variances of its observations (normalised units;
     None where it has none), added to the learned noise.
@@ -188,17 +187,15 @@ def run_smc_panel(
     R = max(len(c) for c in per_series)
     # Align schedules of different lengths on their last rounds (shorter ones repeat early counts).
     counts = np.array([[c[max(0, len(c) - R + r)] for c in per_series] for r in range(R)])
-    # One particle count for the program's series axis: the shortest series' count.
-    P = settings.particles_for(min(len(x) for x in xs))
     # Every program of the fit compiled side by side before it starts (exported programs).
-    prepare_programs(grammar, settings, data, counts, num_particles=P,
+    prepare_programs(grammar, settings, data, counts, num_particles=settings.num_particles,
                      num_inducing=num_inducing)
     by_modes = settings.structure_weights in MODE_WEIGHTS
     if by_modes:  # the modes are told apart by their Laplace widths: the Hessian program
-        evidence.prepare_program(grammar, data, num_particles=P,
+        evidence.prepare_program(grammar, data, num_particles=settings.num_particles,
                                  num_inducing=num_inducing,
                                  learn_noise=settings.refine.learn_noise)
-    state = init_state(grammar, len(xs), P, key=k_init, data=data,
+    state = init_state(grammar, len(xs), settings.num_particles, key=k_init, data=data,
                        settings=settings)
     # The rounds' held-out forecasts need the points in time order and the exact predictive.
     calibrate = settings.calibrate and not settings.shuffle and num_inducing == 0
