@@ -118,8 +118,10 @@ def test_trees_that_are_not_time_invariant_are_recognised_and_filtered():
         np.testing.assert_allclose(scored("auto"), reference, rtol=1e-9)
         # a batch that is: the recursions, equal to the filter to rounding, gradient too
         o, p, s = ops[4:], params[4:], noise[4:]
-        auto, kalman = (jax.value_and_grad(lambda p, s, m=m: jnp.sum(scored(m, o=o, p=p, s=s)),
-                                           (0, 1))(p, s) for m in ("auto", "kalman"))
+        auto, kalman = (
+            jax.jit(jax.value_and_grad(lambda p, s, m=m: jnp.sum(scored(m, o=o, p=p, s=s)),
+                                       (0, 1)))(p, s)
+            for m in ("auto", "kalman"))
         assert float(auto[0]) == pytest.approx(float(kalman[0]), rel=1e-11)
         assert_grads_close(auto[1], kalman[1], 1e-9)
         # a missing point sends it back to the filter, which skips the point
