@@ -219,9 +219,10 @@ def _calendar(freq: str) -> str | None:
     return None if freq == "other" else freq
 
 
-def make_windows(series: list[dict], origins: int, shorter_than: int | None = None) -> list[dict]:
+def make_windows(series: list[dict], origins: int, shorter_than: int | None = None,
+                 first_origin: int = 1) -> list[dict]:
     """The forecast windows of every series (training values only); with ``shorter_than``,
-    only those of fewer training values."""
+    only those of fewer training values; origins before ``first_origin`` left out."""
     windows = []
     for s in series:
         h = HORIZON[s["freq"]]
@@ -229,7 +230,7 @@ def make_windows(series: list[dict], origins: int, shorter_than: int | None = No
                                _calendar(s["freq"]))
         m = seasonality(probe.axis)
         for cutoff, k in training_windows(len(s["y"]), h, origins, max(10, 2 * m + 4)):
-            if shorter_than is not None and cutoff >= shorter_than:
+            if (shorter_than is not None and cutoff >= shorter_than) or k < first_origin:
                 continue
             fit_part = with_frequency(
                 from_arrays(_time(s["ds"][:cutoff], s["freq"]), s["y"][:cutoff],
@@ -602,6 +603,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                    help="keep only the windows of fewer than N training values: a length "
                    "rule's short side, for a candidate on part of a run's windows")
     p.add_argument("--origins", type=int, default=2, help="forecast origins per series")
+    p.add_argument("--first-origin", type=int, default=1, metavar="K",
+                   help="leave out the origins before K (a run that adds earlier origins to a "
+                   "finished run's windows)")
     p.add_argument("--candidates", default=None,
                    help=f"comma-separated subset of {', '.join(CANDIDATES)}")
     p.add_argument("--workers", type=int, default=0, help="processes (0: one per core)")
@@ -667,7 +671,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         series = [s for s in series if s["freq"] in args.only_freq]
     if args.limit is not None:
         series = series[: args.limit]
-    windows = make_windows(series, args.origins, args.shorter_than)
+    windows = make_windows(series, args.origins, args.shorter_than, args.first_origin)
     source = "the rows of --windows" if args.windows else f"candidates {names}"
     print(f"{len(series)} series, {len(windows)} windows, {source}", flush=True)
     if args.rescore:

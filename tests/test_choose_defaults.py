@@ -33,6 +33,10 @@ def test_shorter_than_keeps_exactly_the_short_windows():
     expected = [(w["uid"], w["origin"]) for w in every if w["cutoff"] < 30]
     assert 0 < len(expected) < len(every)
     assert [(w["uid"], w["origin"]) for w in short] == expected
+    later = choose_defaults.make_windows(series, 3, first_origin=2)
+    assert [(w["uid"], w["origin"], w["cutoff"]) for w in later] == [
+        (w["uid"], w["origin"], w["cutoff"]) for w in every if w["origin"] >= 2]
+    assert {w["origin"] for w in later} == {2, 3}
 
 
 @pytest.fixture(scope="module")
