@@ -558,6 +558,24 @@ def seasonal_log(table: pd.DataFrame, base: str, logged: str) -> pd.DataFrame:
                       & (b["transform"] == "log"))
 
 
+def choose_by_earlier_origin(table: pd.DataFrame, first: str, second: str,
+                             metric: str = "mase_median") -> pd.DataFrame:
+    """A per-series choice from finished runs, without fits (SafeBayes proper, by one rolling
+    origin): on each series' origin-1 window, ``second``'s row where ``second`` scored a lower
+    ``metric`` than ``first`` at the series' origin 2 (the earlier one, inside the same
+    training values), ``first``'s elsewhere. Series with no origin-2 rows of both are left out:
+    the rule could not choose for them."""
+    inner = table[table["origin"] == 2].pivot_table(index="unique_id", columns="candidate",
+                                                    values=metric)
+    if not {first, second} <= set(inner.columns):
+        raise ValueError(f"no origin-2 rows of both {first!r} and {second!r}")
+    inner = inner[[first, second]].dropna()
+    better = inner[second] < inner[first]
+    outer = table[(table["origin"] == 1) & table["unique_id"].isin(inner.index)]
+    return _rule_rows(outer, first, second, f"{first} or {second} by origin 2's {metric}",
+                      lambda a, b: better.loc[a.index.get_level_values("unique_id")].to_numpy())
+
+
 def finished_rows(files: Sequence[Path], windows: list[dict]) -> pd.DataFrame:
     """The rows of finished runs (``windows.csv`` files) on exactly ``windows``: every
     candidate there must have a row for each window (a ``ValueError`` names what is missing),
@@ -622,8 +640,13 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     p.add_argument("--seasonal-log", nargs=2, metavar=("BASE", "LOG"), default=None,
                    help="no fits: BASE, except seasonal windows BASE fits in data units, which "
                    "take LOG's log-unit row (from the rows of finished runs, --windows files)")
+    p.add_argument("--choose-by-origin", nargs=2, metavar=("FIRST", "SECOND"), default=None,
+                   help="no fits: each series' origin-1 row of whichever of FIRST and SECOND "
+                   "scored the lower MASE at its origin 2 (from the rows of finished runs, "
+                   "--windows files; series without origin 2 left out)")
     p.add_argument("--windows", nargs="+", type=Path, default=(),
-                   help="windows.csv files of finished runs, for --splice and --seasonal-log; "
+                   help="windows.csv files of finished runs, for --splice, --seasonal-log and "
+                   "--choose-by-origin; "
                    "otherwise their rows on this run's windows instead of fits (e.g. beside "
                    "--baselines)")
     p.add_argument("--baselines", action="store_true",
@@ -651,6 +674,15 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         # no windows.csv: the rows are the finished runs' own
         write_summary(args.out, summary,
                       f"Length rule spliced from finished runs (no fits). Command: {command}")
+        return summary
+    if args.choose_by_origin is not None:
+        table = choose_by_earlier_origin(
+            pd.concat([pd.read_csv(f) for f in args.windows], ignore_index=True),
+            *args.choose_by_origin)
+        summary = summarise(table)
+        write_summary(args.out, summary,
+                      f"Per-series choice by origin 2 from finished runs (no fits). "
+                      f"Command: {command}")
         return summary
     if args.seasonal_log is not None:
         base, logged = args.seasonal_log

@@ -118,6 +118,40 @@ def test_splice_takes_each_window_from_the_candidate_its_length_picks(tmp_path):
     assert rule["coverage_95_last_third"] == 1.0  # every y inside [-9, 9]
 
 
+def test_choose_by_origin_takes_each_series_row_from_its_better_candidate_at_origin_2(tmp_path):
+    """Each series' chosen origin-1 row is the candidate with the lower MASE at its origin 2;
+    a series with no origin 2 is left out; the rule's mean is recomputed here."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for name in ("defaults", "IBM=6"):
+        for uid, origins in (("a", (1, 2)), ("b", (1, 2)), ("c", (1, 2)), ("d", (1,))):
+            for origin in origins:
+                rows.append({"candidate": name, "unique_id": uid, "origin": origin,
+                             "cutoff": 40 - 8 * origin, "mase_median": rng.uniform(),
+                             "mase_mean": rng.uniform(), "scaled_crps": rng.uniform(),
+                             "coverage_95": rng.uniform(), "fit_seconds_new": 1.0,
+                             "y": json.dumps([0.0] * 3), "lo_95": json.dumps([-1.0] * 3),
+                             "hi_95": json.dumps([1.0] * 3)})
+    table = pd.DataFrame(rows)
+    table.to_csv(tmp_path / "w.csv", index=False)
+    summary = main(["--choose-by-origin", "defaults", "IBM=6", "--windows",
+                    str(tmp_path / "w.csv"), "--out", str(tmp_path / "out")])
+
+    def score(uid, name, origin, metric="mase_median"):
+        return table[(table.unique_id == uid) & (table.candidate == name)
+                     & (table.origin == origin)][metric].item()
+
+    picks = {u: min(("defaults", "IBM=6"), key=lambda c, u=u: score(u, c, 2)) for u in "abc"}
+    assert len(set(picks.values())) == 2  # the draw exercises both sides
+    rule = summary[summary["candidate"] == "defaults or IBM=6 by origin 2's mase_median"].iloc[0]
+    assert rule["windows"] == 3
+    assert rule["mase_median"] == pytest.approx(np.mean([score(u, c, 1) for u, c in picks.items()]))
+    assert rule["scaled_crps"] == pytest.approx(
+        np.mean([score(u, c, 1, "scaled_crps") for u, c in picks.items()]))
+    with pytest.raises(ValueError, match="origin-2 rows"):
+        choose_defaults.choose_by_earlier_origin(table[table.origin == 1], "defaults", "IBM=6")
+
+
 def test_longest_series_and_the_window_candidates():
     """--dev-longest picks the longest development series; a window candidate's values are
     the last data.window training values (0: all), as the fit sees them."""
