@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -176,6 +177,27 @@ def test_a_long_fit_goes_through_the_stage_and_says_so(monkeypatch):
     printed = console.file.getvalue()
     assert "1 structure(s) re-fitted on the last 40 points by the Kalman filter" in printed
     assert "scored by: dense likelihood on the window (kept: an atom with no" in printed
+
+
+def test_a_tail_outside_the_windows_transform_is_kept_and_named_without_a_numpy_warning():
+    """A log transform chosen on a positive window cannot take the zeros of the longer tail the
+    stage would fit: the window's fit is kept, the note says why, and numpy's divide-by-zero
+    warning does not reach the user."""
+    y = np.abs(Y) + 1.0
+    y[N - WINDOW - 20] = 0.0  # before the window, inside the stage's last POINTS + 100 points
+    settings = {**SETTINGS, "data.transform": "log", "data.full_resolution_points": POINTS + 100}
+    with x64(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        series = from_arrays(T, y)
+        config = load_config(None, settings)
+        window = posterior_from_kernels(series, config, TEXTS, weights=WEIGHTS, noise=0.05)
+        assert window.scaler.units == "log"
+        post = full_resolution_stage(window, series, config)
+    fr = post.full_resolution
+    assert not fr.state_space.any() and fr.dim == 0
+    assert fr.note == "values outside the window's log transform's domain"
+    np.testing.assert_array_equal(fr.y, y[-(POINTS + 100):])
+    np.testing.assert_array_equal(post.params, window.params)
 
 
 def test_a_saved_model_keeps_the_stage(staged):

@@ -82,7 +82,10 @@ def full_resolution_stage(post: Posterior, series: TimeSeries, config: Config) -
     if series.noise_sd is not None:
         return _kept(post, t, y, not_refitted,
                      "the state-space likelihood takes no known observation noise")
-    x, z = post.scaler.forward_t(t), post.scaler.forward_y(y)
+    # A transform chosen on a positive window meets the zeros of a longer tail here: they are
+    # named below, not warned about by numpy's log.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x, z = post.scaler.forward_t(t), post.scaler.forward_y(y)
     if not np.all(np.isfinite(z)):
         return _kept(post, t, y, not_refitted,
                      f"values outside the window's {post.scaler.units} transform's domain")
