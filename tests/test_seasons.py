@@ -55,6 +55,23 @@ def test_trading_day_numbers_get_their_calendar_from_freq():
     np.testing.assert_allclose(named.future_t(3), [201.0, 202.0, 203.0])
 
 
+def test_fractional_year_stamps_named_monthly_have_a_year_of_one_unit():
+    """Monthly values stamped in fractional years (as R's ts): the named frequency says a step is
+    a month, so the year is 12 steps, one time unit, as on a date axis; not 12 units (twelve
+    years). A monthly window of 300 points spans 25 years, so it is not thinned."""
+    t = 1749.0 + np.arange(3159) / 12.0
+    series = with_frequency(from_arrays(t, np.sin(t) + 2.0), "MS")
+    assert series.axis.step == pytest.approx(1.0 / 12.0)
+    np.testing.assert_allclose(candidate_periods(series.axis), [1.0])
+    from autogp.config import load_config
+    from autogp.pipeline import fitting
+
+    assert fitting.window_stride(series, load_config(None)) == 1
+    # the same months stamped 1, 2, 3, ... keep a year of 12 units
+    counted = with_frequency(from_arrays(np.arange(1.0, 3160.0), np.sin(t) + 2.0), "MS")
+    assert candidate_periods(counted.axis) == (12.0,)
+
+
 def test_irregular_axis_has_no_mase_season():
     ds = pd.DatetimeIndex(["2020-01-01", "2020-01-02", "2020-01-09", "2020-02-20", "2020-03-01"])
     assert mase_season(TimeAxis.infer(ds)) == 1

@@ -10,8 +10,9 @@ Two different questions, kept apart:
   have (hourly data: a day and a week), longest last. Periods are in time, not in observations,
   so gaps (weekends of business-day data) do not change them.
 
-Numeric axes have no calendar, unless their ``freq`` names one (trading-day indices are numeric
-with ``freq = "B"``: one unit is one trading day, a week is 5 units).
+Numeric axes have no calendar, unless their ``freq`` names one: then one step is one period of
+that frequency (trading-day indices are numeric with ``freq = "B"``: one step is one trading day,
+a week is 5 steps; monthly values stamped in fractional years have a year of one unit).
 """
 
 from __future__ import annotations
@@ -66,10 +67,13 @@ def candidate_periods(axis: TimeAxis) -> tuple[float, ...]:
     candidates for the period proposal: 12 months, 4 quarters, 52.18 weeks, 7 and 365.25 days
     (5 and 252 for trading-day indices), 24 and 168 hours, one day and one week in minutes
     (288 steps of 5 minutes, 48 of 30), ... Empty for yearly and for numeric axes without a
-    calendar ``freq``. Periods shorter than two steps are left out."""
+    calendar ``freq``. Periods shorter than two steps are left out.
+
+    On a numeric axis the ``freq`` names what one step is: monthly values stamped in
+    fractional years (step 1/12) have a year of 12 steps, one time unit."""
     if axis.kind == "numeric":
         known = _numeric_freq(axis)
-        periods = known[0] if known is not None else ()
+        periods = tuple(p * axis.step for p in known[0]) if known is not None else ()
     else:
         periods = _PERIODS.get(axis.unit, ())
     return tuple(p for p in periods if p >= 2.0 * axis.step)
