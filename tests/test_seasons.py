@@ -8,10 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from autogp.config import load_config
 from autogp.data import TimeAxis, from_arrays, read_csv
 from autogp.data.seasons import candidate_periods, mase_season, with_frequency
 from autogp.forecast.metrics import seasonality
 from autogp.inference.periods import MAX_SEASONS, proposal_arrays
+from autogp.pipeline.fitting import window_stride
 
 # freq alias -> (candidate periods in the axis' units, MASE season in observations)
 EXPECTED = {
@@ -57,16 +59,13 @@ def test_trading_day_numbers_get_their_calendar_from_freq():
 
 def test_fractional_year_stamps_named_monthly_have_a_year_of_one_unit():
     """Monthly values stamped in fractional years (as R's ts): the named frequency says a step is
-    a month, so the year is 12 steps, one time unit, as on a date axis; not 12 units (twelve
-    years). A monthly window of 300 points spans 25 years, so it is not thinned."""
+    a month, so the year is 12 steps, here one time unit, not 12 units (twelve years). A
+    monthly window of 300 points then spans 25 years, so it is not thinned."""
     t = 1749.0 + np.arange(3159) / 12.0
     series = with_frequency(from_arrays(t, np.sin(t) + 2.0), "MS")
     assert series.axis.step == pytest.approx(1.0 / 12.0)
     np.testing.assert_allclose(candidate_periods(series.axis), [1.0])
-    from autogp.config import load_config
-    from autogp.pipeline import fitting
-
-    assert fitting.window_stride(series, load_config(None)) == 1
+    assert window_stride(series, load_config(None)) == 1
     # the same months stamped 1, 2, 3, ... keep a year of 12 units
     counted = with_frequency(from_arrays(np.arange(1.0, 3160.0), np.sin(t) + 2.0), "MS")
     assert candidate_periods(counted.axis) == (12.0,)
