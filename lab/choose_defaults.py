@@ -666,32 +666,21 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
         args.dev, args.m3, args.origins = 2, 0, 1
         names = names if args.candidates else ["defaults", "transform=none"]
         extra = dict(TINY)
-    if args.splice is not None:
-        below, above, n = args.splice
-        table = splice(pd.concat([pd.read_csv(f) for f in args.windows], ignore_index=True),
-                       below, above, int(n))
-        summary = summarise(table)
-        # no windows.csv: the rows are the finished runs' own
-        write_summary(args.out, summary,
-                      f"Length rule spliced from finished runs (no fits). Command: {command}")
-        return summary
-    if args.choose_by_origin is not None:
-        table = choose_by_earlier_origin(
-            pd.concat([pd.read_csv(f) for f in args.windows], ignore_index=True),
-            *args.choose_by_origin)
-        summary = summarise(table)
-        write_summary(args.out, summary,
-                      f"Per-series choice by origin 2 from finished runs (no fits). "
-                      f"Command: {command}")
-        return summary
-    if args.seasonal_log is not None:
-        base, logged = args.seasonal_log
-        table = seasonal_log(pd.concat([pd.read_csv(f) for f in args.windows],
-                                       ignore_index=True), base, logged)
-        summary = summarise(table)
-        write_summary(args.out, summary,
-                      f"Transform rule from finished runs (no fits). Command: {command}")
-        return summary
+    # Rules built from the rows of finished runs, without fits (no windows.csv is written: the
+    # rows are the finished runs' own).
+    rules = {
+        "splice": (lambda t, below, above, n: splice(t, below, above, int(n)),
+                   "Length rule spliced from finished runs"),
+        "choose_by_origin": (choose_by_earlier_origin,
+                             "Per-series choice by origin 2 from finished runs"),
+        "seasonal_log": (seasonal_log, "Transform rule from finished runs"),
+    }
+    for key, (rule, title) in rules.items():
+        if getattr(args, key) is not None:
+            finished = pd.concat([pd.read_csv(f) for f in args.windows], ignore_index=True)
+            summary = summarise(rule(finished, *getattr(args, key)))
+            write_summary(args.out, summary, f"{title} (no fits). Command: {command}")
+            return summary
     m3_other = {}
     for item in args.m3_other:
         group, _, count = item.partition(":")

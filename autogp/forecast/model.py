@@ -127,12 +127,8 @@ class AutoGP(RevisedData):
         return self._fit_of(unique_id).series
 
     def __repr__(self) -> str:
-        if not self._fits:
-            return f"AutoGP(particles={self.config.smc.num_particles}, seed={self.seed}, unfitted)"
-        return (
-            f"AutoGP(particles={self.config.smc.num_particles}, seed={self.seed}, "
-            f"series={len(self._fits)})"
-        )
+        fitted = f"series={len(self._fits)}" if self._fits else "unfitted"
+        return f"AutoGP(particles={self.config.smc.num_particles}, seed={self.seed}, {fitted})"
 
     def _fit_of(self, unique_id: str | None) -> Posterior:
         self._require_fitted()
