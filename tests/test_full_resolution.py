@@ -18,15 +18,21 @@ from scipy.special import logsumexp
 from autogp import AutoGP
 from autogp._x64 import x64
 from autogp.cli.explanation import print_explanation
-from autogp.config import load_config
+from autogp.config import engine_settings, load_config
 from autogp.data import from_arrays
 from autogp.evaluator import gram, log_marginal_likelihood, posterior_predictive
 from autogp.forecast.decompose import component_terms
 from autogp.forecast.explain import COMPONENTS
 from autogp.forecast.tables import explanation, structure_table
-from autogp.kernels import pack
+from autogp.inference import smc
+from autogp.kernels import pack, spec
 from autogp.pipeline.fitting import posterior_from_kernels
-from autogp.pipeline.full_resolution import full_resolution_stage, stage_applies
+from autogp.pipeline.full_resolution import (
+    full_resolution_stage,
+    ge_weight_to,
+    stage_applies,
+    with_ge_weight_to,
+)
 from autogp.pipeline.saveload import model_from_bytes, model_to_bytes
 from tests.test_forecast import install_fake_smc
 
@@ -155,6 +161,7 @@ def test_development_panel_and_m3_sized_series_never_take_the_stage(monkeypatch,
     fit = auto.fits[auto.unique_ids[0]]
     assert fit.left_out == n - WINDOW
     assert fit.full_resolution is None and not stage_applies(fit, config)
+    assert fit.ge_weight_to == ""
     pd.testing.assert_frame_equal(auto.predict(12, level=[95]), off.predict(12, level=[95]))
     assert "full resolution" not in auto.explain()
 
@@ -213,3 +220,58 @@ def test_a_saved_model_keeps_the_stage(staged):
     with x64():
         np.testing.assert_allclose(back.predictive(t_new, True)[0],
                                    post.predictive(t_new, True)[0], rtol=1e-12)
+
+
+def test_ge_weight_goes_to_a_state_space_atom_only_where_the_stage_will_refit():
+    """GE has no state-space form: where the stage will re-fit, the search gives its prior
+    weight to data.full_resolution_ge (M32 by default) and to no other atom; elsewhere, and
+    where the stage cannot re-fit (covariates, known noise), the grammar is the config's."""
+    config = load_config(None, {"data.window": WINDOW})
+    long_series, short = from_arrays(T, Y), from_arrays(T[:1342], Y[:1342])
+    assert ge_weight_to(long_series, config, N - WINDOW) == "M32"
+    assert ge_weight_to(short, config, 1342 - WINDOW) == ""  # under data.full_resolution_from
+    assert ge_weight_to(long_series, config, 0) == ""  # the whole series in the window
+    on = load_config(None, {"data.full_resolution": "on"})
+    assert ge_weight_to(short, on, 0) == "M32"
+    for key, value in [("data.full_resolution", "off"), ("data.full_resolution_ge", "GE"),
+                       ("grammar.weights.GE", 0.0)]:
+        assert ge_weight_to(long_series, config.with_overrides({key: value}), N - WINDOW) == ""
+    noisy = dataclasses.replace(long_series, noise_sd=np.full(N, 0.1))
+    assert ge_weight_to(noisy, config, N - WINDOW) == ""
+    covariate = dataclasses.replace(long_series, covariates=pd.DataFrame({"c": T}))
+    assert ge_weight_to(covariate, config, N - WINDOW) == ""
+
+    m52 = config.with_overrides({"data.full_resolution_ge": "M52", "grammar.weights.M52": 1.5})
+    expected = dict(spec.DEFAULT_WEIGHTS)
+    expected[spec.M52], expected[spec.GE] = 1.5 + expected[spec.GE], 0.0
+    moved = engine_settings(with_ge_weight_to(m52, "M52")).grammar.weights
+    assert moved == tuple(float(expected.get(op, 0.0)) for op in range(spec.NUM_OPS))
+    assert with_ge_weight_to(config, "") is config
+
+
+def test_a_long_fit_and_its_updates_search_without_ge_and_say_so(monkeypatch):
+    install_fake_smc(monkeypatch, texts=TEXTS[1:2], weights=[1.0])  # SE: no re-fit to compile
+    grammars = []
+
+    def spy(fake, position):
+        def call(*args, **kwargs):
+            grammars.append((fake.__name__, args[position]))
+            return fake(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(smc, "run_smc", spy(smc.run_smc, 2))
+    monkeypatch.setattr(smc, "update_smc", spy(smc.update_smc, 3))
+    df = pd.DataFrame({"ds": T, "y": Y})
+    model = AutoGP(overrides=SETTINGS).fit(df.iloc[:-5])
+    fit = model.fits[model.unique_ids[0]]
+    assert fit.ge_weight_to == "M32"
+    assert "the search gave GE's prior weight to M32" in model.explain()
+    (back,) = model_from_bytes(model_to_bytes(model)).fits
+    assert back.ge_weight_to == "M32"
+    model.update(df.iloc[-5:])
+    assert model.fits[model.unique_ids[0]].ge_weight_to == "M32"
+    assert [name for name, _ in grammars] == ["fake_run_smc", "fake_update_smc"]
+    for _, grammar in grammars:
+        assert grammar.weights[spec.GE] == 0.0
+        assert grammar.weights[spec.M32] == spec.DEFAULT_WEIGHTS[spec.GE]
+        assert grammar.weights[spec.PER] == spec.DEFAULT_WEIGHTS[spec.PER]

@@ -114,6 +114,13 @@ class DataConfig:
     full_resolution_steps: int = setting(
         60, "Adam steps of the full-resolution re-fit (refine.learning_rate)", lo=0,
         hi=100_000)
+    full_resolution_ge: str = setting(
+        "M32",
+        "on series the full-resolution stage takes, the grammar's GE prior weight goes to this "
+        "atom, which has a state-space form (GE has none, so structures holding it would keep "
+        "the window's fit); 'GE' keeps the grammar as it is",
+        kind="choice", choices=("M32", "M12", "M52", "GE"),
+    )
     full_resolution_dim: int = setting(
         64, "largest state dimension of a tree in the full-resolution stage (larger trees keep "
         "the window's fit); its cost per point grows as the square", lo=4, hi=512,

@@ -87,7 +87,8 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
         result = smc.revise_smc(
             fit.smc_result(), fit.x, fit.y,
             fit.inputs(series.t, None if kept is None else kept.to_numpy()),
-            fit.scaler.forward_y(series.y), *covariate_engine(config, fit.covariate_scaling),
+            fit.scaler.forward_y(series.y),
+            *covariate_engine(config, fit.covariate_scaling, fit.ge_weight_to),
             key=jax.random.fold_in(key, REVISION_STREAM), num_rounds=rounds,
             seasonal_period=seasonal_periods(old, fit.scaler), **known,
         )
@@ -97,7 +98,8 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
     return Posterior.from_smc(series, fit.scaler, result, num_inducing=fit.num_inducing,
                               updates=fit.updates + 1, left_out=fit.left_out, stride=fit.stride,
                               added=max(0, fit.added - removed),
-                              covariate_scaling=fit.covariate_scaling)
+                              covariate_scaling=fit.covariate_scaling,
+                              ge_weight_to=fit.ge_weight_to)
 
 
 def remove_posterior(fit: Posterior, ds: Any, config: Config, *, panel: bool,

@@ -104,14 +104,16 @@ def full_resolution_reading(post: Posterior) -> str | None:
     if fr is None:
         return None
     done = int(fr.state_space.sum())
+    searched = (f"; the search gave GE's prior weight to {post.ge_weight_to}, which has a "
+                "state-space form (data.full_resolution_ge)") if post.ge_weight_to else ""
     if not done:
         why = f": {fr.note}" if fr.note else ""
         return (f"full resolution (data.full_resolution): no structure re-fitted on the last "
-                f"{len(fr.t)} points{why}; all keep the {window_likelihood(post)}")
+                f"{len(fr.t)} points{why}; all keep the {window_likelihood(post)}{searched}")
     return (f"full resolution (data.full_resolution): {done} structure(s) re-fitted on the "
             f"last {len(fr.t)} points by the Kalman filter (state dimension {fr.dim}), weighted "
-            "by that exact likelihood; the others keep the "
-            f"{window_likelihood(post)}")
+            f"by that exact likelihood; the others keep the {window_likelihood(post)}"
+            f"{searched}")
 
 
 def _ordinal(k: int) -> str:

@@ -150,7 +150,8 @@ def update_posterior(
     known = {} if sd_all is None else {"known_var": fit.scaler.forward_var(y_all, sd_all)}
     key = jax.random.fold_in(series_key(config.seed, uid, panel), fit.updates + 1)
     result = smc.update_smc(
-        fit.smc_result(), x_all, yn_all, *covariate_engine(config, fit.covariate_scaling),
+        fit.smc_result(), x_all, yn_all,
+        *covariate_engine(config, fit.covariate_scaling, fit.ge_weight_to),
         key=key, num_rounds=rounds,
         seasonal_period=seasonal_periods(old, fit.scaler), **known,
     )
@@ -165,7 +166,8 @@ def update_posterior(
     return Posterior.from_smc(series, fit.scaler, result, num_inducing=fit.num_inducing,
                               updates=fit.updates + 1, left_out=fit.left_out,
                               stride=fit.stride, added=fit.added + int(t_new.size),
-                              covariate_scaling=fit.covariate_scaling)
+                              covariate_scaling=fit.covariate_scaling,
+                              ge_weight_to=fit.ge_weight_to)
 
 
 def checked_noise(fit: Posterior, stamps: pd.Index, y: np.ndarray, sd: np.ndarray | None

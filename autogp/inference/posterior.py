@@ -121,6 +121,9 @@ class Posterior:
     # The full-resolution stage's re-fit of a long series' heaviest structures by the Kalman
     # filter (those particles predict from it); None where the stage did not run.
     full_resolution: FullResolution | None = None
+    # The atom that took GE's prior weight in the search (data.full_resolution_ge), which
+    # updates keep; "": the config's grammar.
+    ge_weight_to: str = ""
 
     @classmethod
     def from_smc(
@@ -135,6 +138,7 @@ class Posterior:
         stride: int = 1,
         added: int = 0,
         covariate_scaling: CovariateScaling | None = None,
+        ge_weight_to: str = "",
     ) -> Posterior:
         """The posterior of ``series`` (normalised by ``scaler``) that an SMC run found."""
         return cls(
@@ -152,6 +156,7 @@ class Posterior:
             stride=stride,
             added=added,
             covariate_scaling=covariate_scaling,
+            ge_weight_to=ge_weight_to,
         )
 
     def smc_result(self) -> SMCResult:

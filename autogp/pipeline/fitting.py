@@ -30,7 +30,11 @@ from autogp.inference.grammar import with_covariates
 from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel, pack, parse
 from autogp.kernels.spec import MAX_COVARIATES
-from autogp.pipeline.full_resolution import full_resolution_stage
+from autogp.pipeline.full_resolution import (
+    full_resolution_stage,
+    ge_weight_to,
+    with_ge_weight_to,
+)
 
 
 def series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
@@ -209,28 +213,31 @@ def fit_series_posterior(
 
     The key comes from ``config.seed`` and, in a panel, the series id (never its position), so
     the result does not depend on which other series are fitted, in what order or where.
+    Where the stage will re-fit, the search gives GE's prior weight to an atom with a
+    state-space form (:func:`~autogp.pipeline.full_resolution.ge_weight_to`).
     Under ``data.transform = "evidence"`` a positive series is fitted on each scale of
     :data:`EVIDENCE_TRANSFORMS` with the same key, and the fit with the higher evidence in data
     units is kept (:func:`choose_by_evidence`).
     """
-    window = _window_posterior(series, config, panel=panel, callback=callback)
+    atom = ge_weight_to(series, config, fitting_window(series, config).left_out)
+    window = _window_posterior(series, config, panel=panel, callback=callback, ge_to=atom)
     return full_resolution_stage(window, series, config)
 
 
 def _window_posterior(series: TimeSeries, config: Config, *, panel: bool,
-                      callback: Callable[[int, int], None] | None) -> Posterior:
+                      callback: Callable[[int, int], None] | None, ge_to: str) -> Posterior:
     candidates = evidence_transforms(fitting_window(series, config).series, config)
     if candidates:
         fits = {mode: _window_posterior(
                     series, config.with_overrides({"data.transform": mode}), panel=panel,
-                    callback=_part_of(callback, k, len(candidates)))
+                    callback=_part_of(callback, k, len(candidates)), ge_to=ge_to)
                 for k, mode in enumerate(candidates)}
         return choose_by_evidence(fits, config)
     key = series_key(config.seed, series.key_id or series.unique_id, panel)
     series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
     scaling = covariate_scaling(series, config)
-    grammar, settings = covariate_engine(config, scaling)
+    grammar, settings = covariate_engine(config, scaling, ge_to)
     y = scaler.forward_y(series.y)
     if scaling is None:
         x = scaler.forward_t(series.t)
@@ -242,14 +249,15 @@ def _window_posterior(series: TimeSeries, config: Config, *, panel: bool,
                          **known_noise(series, scaler, config))
     return Posterior.from_smc(series, scaler, result, left_out=left_out,
                               num_inducing=num_inducing(config, series.n), stride=stride,
-                              covariate_scaling=scaling)
+                              covariate_scaling=scaling, ge_weight_to=ge_to)
 
 
-def covariate_engine(config: Config, scaling: CovariateScaling | None):
+def covariate_engine(config: Config, scaling: CovariateScaling | None, ge_to: str = ""):
     """The grammar and SMC settings of a fit with the covariates of ``scaling`` (their atoms
     in the grammar, each covariate's lagged copies sharing its prior weight:
-    :func:`autogp.data.lags.prior_shares`; None: without any)."""
-    grammar, settings = engine_settings(config)
+    :func:`autogp.data.lags.prior_shares`; None: without any), and with GE's prior weight
+    given to the atom ``ge_to`` where that is set (``Posterior.ge_weight_to``)."""
+    grammar, settings = engine_settings(with_ge_weight_to(config, ge_to))
     if scaling is not None:
         grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight,
                                   prior_shares(scaling.column_sources()))

@@ -45,11 +45,38 @@ from autogp.statespace.filter import round_up
 DIM_STEP = 16
 
 
+def _applies(config: Config, total: int, left_out: int) -> bool:
+    mode = config.data.full_resolution
+    return mode == "on" or (mode == "auto" and left_out > 0
+                            and total >= config.data.full_resolution_from)
+
+
 def stage_applies(post: Posterior, config: Config) -> bool:
     """Whether the stage runs on a fit (before any covariate or noise check)."""
-    mode, total = config.data.full_resolution, post.series.n + post.left_out
-    return mode == "on" or (mode == "auto" and post.left_out > 0
-                            and total >= config.data.full_resolution_from)
+    return _applies(config, post.series.n + post.left_out, post.left_out)
+
+
+def ge_weight_to(series: TimeSeries, config: Config, left_out: int) -> str:
+    """The atom that takes ``GE``'s prior weight in the search of ``series`` (``left_out`` of
+    its points outside the window), or "" for the config's own grammar: where the stage will
+    re-fit (no covariates, no known noise), ``data.full_resolution_ge``, an atom with a
+    state-space form, so that the structures the search finds can be re-fitted (``GE`` has
+    none)."""
+    atom = config.data.full_resolution_ge
+    plain = (series.covariates is None or series.covariates.shape[1] == 0) \
+        and series.noise_sd is None
+    if atom == "GE" or not config.grammar.weights.GE or not plain:
+        return ""
+    return atom if _applies(config, series.n, left_out) else ""
+
+
+def with_ge_weight_to(config: Config, atom: str) -> Config:
+    """``config`` with ``GE``'s prior weight added to ``atom``'s ("": ``config`` itself)."""
+    if not atom:
+        return config
+    weights = config.grammar.weights
+    return config.with_overrides({"grammar.weights.GE": 0.0,
+                                  f"grammar.weights.{atom}": getattr(weights, atom) + weights.GE})
 
 
 def _structures(post: Posterior) -> list[list[int]]:
@@ -144,4 +171,5 @@ def full_resolution_stage(post: Posterior, series: TimeSeries, config: Config) -
     )
 
 
-__all__ = ["DIM_STEP", "full_resolution_stage", "stage_applies"]
+__all__ = ["DIM_STEP", "full_resolution_stage", "ge_weight_to", "stage_applies",
+           "with_ge_weight_to"]

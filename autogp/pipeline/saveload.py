@@ -28,6 +28,8 @@ Layout (format version 1)::
           "num_inducing": 0,          0: exact GP; else the sparse likelihood's inducing points
           "left_out": 0,              earlier training points outside data.window (not stored)
           "stride": 1,                the window kept every stride-th training point
+          "ge_weight_to": "",         the atom that took GE's prior weight in the search
+                                      (data.full_resolution_ge; "": none)
           "added": 0,                 observations online updates appended (all fitted)
           "history": {...},           the SMC's per-round diagnostics
           "particles": [              documentation of the particles (the arrays are authoritative)
@@ -168,6 +170,7 @@ def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -
                 "num_inducing": fit.num_inducing,
                 "left_out": fit.left_out,
                 "stride": fit.stride,
+                "ge_weight_to": fit.ge_weight_to,
                 "added": fit.added,
                 **({} if fit.covariate_scaling is None
                    else {"covariates": fit.covariate_scaling.to_dict()}),
@@ -348,6 +351,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             num_inducing=int(entry.get("num_inducing", 0)),
             left_out=int(entry.get("left_out", 0)),
             stride=int(entry.get("stride", 1)),
+            ge_weight_to=str(entry.get("ge_weight_to", "")),
             added=int(entry.get("added", 0)),
             covariate_scaling=scaling,
             full_resolution=_full_resolution(entry, arrays, i, P),
