@@ -6,7 +6,9 @@ MASE (scaled by the in-sample seasonal naive with the series' season, ``bench_sc
 ``LONG_SEASONS``: 12, 1, 48, 48, 169), the MASE of seasonal naive itself, the 95% interval's
 coverage and the fit's seconds. Methods:
 
-* ``window``: the defaults with ``data.full_resolution = "off"`` (the SMC on the window only);
+* ``window``: the defaults with ``data.full_resolution = "off"`` (the SMC on the window only),
+  searching with the grammar the defaults give the series (``GE``'s prior weight on
+  ``data.full_resolution_ge`` where the stage runs: ``ge_weight_to`` in the rows);
 * ``full``: the defaults (``data.full_resolution = "auto"``: the window's SMC, then the
   heaviest structures with a state-space form re-fitted on the last
   ``data.full_resolution_points`` points by the Kalman filter), with how many structures the
@@ -104,32 +106,40 @@ def child(spec: dict) -> list[dict]:
     stage's, and the comparison is of the stage alone, not of two SMC runs."""
     from autogp import AutoGP
     from autogp.forecast.reading import read_series
-    from autogp.pipeline.full_resolution import full_resolution_stage
+    from autogp.pipeline.fitting import fitting_window
+    from autogp.pipeline.full_resolution import (
+        full_resolution_stage,
+        ge_weight_to,
+        with_ge_weight_to,
+    )
 
     bench = _scaling()
     train, test = bench.long_rows(_read(spec["csv"], spec["unique_id"]), spec["unique_id"])
     data = _training_data(train)
-    model = AutoGP(progress=False, seed=spec["seed"],
-                   overrides={**spec["overrides"], **METHODS["window"]})
+    full = AutoGP(progress=False, seed=spec["seed"],
+                  overrides={**spec["overrides"], **METHODS["full"]})
+    (series,) = read_series(data, full.config)
+    # the search the full fit runs (the stage off cannot tell it the series is long)
+    atom = ge_weight_to(series, full.config, fitting_window(series, full.config).left_out)
+    model = AutoGP(with_ge_weight_to(full.config.with_overrides(METHODS["window"]), atom),
+                   progress=False, seed=spec["seed"])
     start = time.perf_counter()
     model.fit(data)
     window_s = time.perf_counter() - start
     rows = []
     if "window" in spec["methods"]:
-        rows.append({"method": "window", "fit_s": window_s,
+        rows.append({"method": "window", "fit_s": window_s, "ge_weight_to": atom,
                      **_scores(bench, model, train, test, spec["season"]),
                      "structures": _structures(model)})
     if "full" in spec["methods"]:
-        full = AutoGP(progress=False, seed=spec["seed"],
-                      overrides={**spec["overrides"], **METHODS["full"]})
         uid = model.unique_ids[0]
-        (series,) = read_series(data, full.config)
         start = time.perf_counter()
         with x64():
             fit = full_resolution_stage(model.fits[uid], series, full.config)
         stage_s = time.perf_counter() - start
         model._fits[uid] = fit  # the window fit, after the stage
         row = {"method": "full", "fit_s": window_s + stage_s, "stage_s": stage_s,
+               "ge_weight_to": atom,
                **_scores(bench, model, train, test, spec["season"]),
                "structures": _structures(model)}
         fr = fit.full_resolution

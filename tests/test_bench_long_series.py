@@ -32,6 +32,10 @@ def test_tiny_long_series(tmp_path):
     assert "error" not in window and "error" not in full, (window, full)
     assert "stage_points" not in window and full["stage_points"] == 90
     assert full["fit_s"] == window["fit_s"] + full["stage_s"]  # one SMC, then the stage
+    # both rows searched as the defaults search a series the stage takes: GE's weight on M32
+    for row in (window, full):
+        assert row["ge_weight_to"] == "M32"
+        assert not any("GE" in s["structure"] for s in row["structures"])
     # seasonal naive (season 48) scaled by its own in-sample errors
     y_train, y_test = y[:190], y[190:]
     naive = y_train[-48:][np.arange(10)]
