@@ -17,7 +17,8 @@ coverage and the fit's seconds. Methods:
   differ by the stage alone.
 
     python scripts/bench_long_series.py --csv PATH [--series ID ...] [--methods window full]
-                                        [--workers 1] [--timeout 900] [--set KEY=VALUE ...]
+                                        [--workers 1] [--timeout 900] [--origin K]
+                                        [--set KEY=VALUE ...]
                                         [--json PATH]
 
 ``--workers`` fits run at once (each a process); on a shared or small machine keep 1.
@@ -114,7 +115,8 @@ def child(spec: dict) -> list[dict]:
     )
 
     bench = _scaling()
-    train, test = bench.long_rows(_read(spec["csv"], spec["unique_id"]), spec["unique_id"])
+    train, test = bench.long_rows(_read(spec["csv"], spec["unique_id"]), spec["unique_id"],
+                                  origin=spec.get("origin", 0))
     data = _training_data(train)
     full = AutoGP(progress=False, seed=spec["seed"],
                   overrides={**spec["overrides"], **METHODS["full"]})
@@ -217,6 +219,10 @@ def main(argv=None) -> dict:
     ap.add_argument("--workers", type=int, default=1, help="fits at once (processes)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per fit")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--origin", type=int, default=0,
+                    help="k >= 1: score the horizon of training rows ending k - 1 horizons "
+                         "before the test split (the horizon: the test rows' count), not the "
+                         "test split (0)")
     ap.add_argument("--set", dest="set_", nargs="+", default=[], metavar="KEY=VALUE",
                     help="config overrides for every fit (JSON values)")
     ap.add_argument("--json", type=Path, default=None)
@@ -230,6 +236,7 @@ def main(argv=None) -> dict:
     ids = args.series or list(dict.fromkeys(_read(args.csv)["unique_id"]))
     common = _overrides(args.set_)
     specs = [{"csv": args.csv, "unique_id": uid, "methods": args.methods, "seed": args.seed,
+              "origin": args.origin,
               "season": bench.by_prefix(bench.LONG_SEASONS, uid, 1), "overrides": common}
              for uid in ids]
     def one(spec: dict) -> list[dict]:
@@ -245,7 +252,7 @@ def main(argv=None) -> dict:
             for s, out in zip(specs, results, strict=True) for r in out]
     report = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                           "load": os.getloadavg()},
-              "overrides": common, "rows": rows}
+              "overrides": common, "origin": args.origin, "rows": rows}
     print(markdown(rows))
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1, default=float))

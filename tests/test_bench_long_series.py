@@ -46,3 +46,22 @@ def test_tiny_long_series(tmp_path):
         assert row["mase"] > 0 and 0 <= row["coverage95"] <= 1
     assert json.loads((tmp_path / "r.json").read_text())["rows"][1]["stage_points"] == 90
     assert "| forecast.taylor | full |" in bench.markdown(report["rows"])
+
+
+def test_origin_scores_training_rows(tmp_path, monkeypatch):
+    """--origin 1: each child gets the origin, whose rows are the last horizon of training
+    rows (the test split dropped); the report records it."""
+    bench = load_script("bench_long_series")
+    t = np.arange(100)
+    frame = pd.DataFrame({"unique_id": "s", "ds": t, "y": t * 1.0,
+                          "split": np.where(t >= 90, "test", "train")})
+    csv = tmp_path / "long.csv"
+    frame.to_csv(csv, index=False)
+    specs = []
+    monkeypatch.setattr(bench, "run_case", lambda spec, timeout: specs.append(spec) or [
+        {"method": m, "error": "not fitted"} for m in spec["methods"]])
+    report = bench.main(["--csv", str(csv), "--origin", "1"])
+    assert [s["origin"] for s in specs] == [1] and report["origin"] == 1
+    train, test = bench._scaling().long_rows(bench._read(str(csv), "s"), "s",
+                                             origin=specs[0]["origin"])
+    assert train["ds"].tolist() == list(range(80)) and test["ds"].tolist() == list(range(80, 90))
