@@ -168,21 +168,20 @@ def test_development_panel_and_m3_sized_series_never_take_the_stage(monkeypatch,
 
 def test_a_long_fit_goes_through_the_stage_and_says_so(monkeypatch):
     install_fake_smc(monkeypatch, texts=TEXTS[:2], weights=[0.6, 0.4])
-    df = pd.DataFrame({"ds": T[:WINDOW + 50], "y": Y[:WINDOW + 50]})
-    model = AutoGP(overrides={**SETTINGS, "data.full_resolution_points": 40,
-                              "data.full_resolution_from": 0}).fit(df)
+    # the fixture's series and settings: the stage's compiled programs are the fixture's
+    model = AutoGP(overrides=SETTINGS).fit(pd.DataFrame({"ds": T, "y": Y}))
     fit = model.fits[model.unique_ids[0]]
     assert fit.full_resolution.state_space.tolist() == [True, False]
-    np.testing.assert_array_equal(fit.full_resolution.t, T[WINDOW + 10: WINDOW + 50])
+    np.testing.assert_array_equal(fit.full_resolution.t, T[-POINTS:])
     forecast = model.predict(6, level=[95])
     assert np.all(np.isfinite(forecast.select_dtypes("number").to_numpy()))
     text = model.explain()
-    assert "scored by: state space (Kalman filter), full resolution on the last 40" in text
+    assert f"scored by: state space (Kalman filter), full resolution on the last {POINTS}" in text
     assert "an atom with no state-space form" in text
     console = Console(file=io.StringIO(), width=200)
     print_explanation(console, model, top=5)
     printed = console.file.getvalue()
-    assert "1 structure(s) re-fitted on the last 40 points by the Kalman filter" in printed
+    assert f"1 structure(s) re-fitted on the last {POINTS} points by the Kalman filter" in printed
     assert "scored by: dense likelihood on the window (kept: an atom with no" in printed
 
 
