@@ -56,6 +56,15 @@ def stage_applies(post: Posterior, config: Config) -> bool:
     return _applies(config, post.series.n + post.left_out, post.left_out)
 
 
+def _refusal(series: TimeSeries) -> str:
+    """Why the state-space likelihood cannot take ``series`` ("": it can)."""
+    if series.covariates is not None and series.covariates.shape[1] > 0:
+        return "the state-space likelihood takes no covariates"
+    if series.noise_sd is not None:
+        return "the state-space likelihood takes no known observation noise"
+    return ""
+
+
 def ge_weight_to(series: TimeSeries, config: Config, left_out: int) -> str:
     """The atom that takes ``GE``'s prior weight in the search of ``series`` (``left_out`` of
     its points outside the window), or "" for the config's own grammar: where the stage will
@@ -63,9 +72,7 @@ def ge_weight_to(series: TimeSeries, config: Config, left_out: int) -> str:
     state-space form, so that the structures the search finds can be re-fitted (``GE`` has
     none)."""
     atom = config.data.full_resolution_ge
-    plain = (series.covariates is None or series.covariates.shape[1] == 0) \
-        and series.noise_sd is None
-    if atom == "GE" or not config.grammar.weights.GE or not plain:
+    if atom == "GE" or not config.grammar.weights.GE or _refusal(series):
         return ""
     return atom if _applies(config, series.n, left_out) else ""
 
@@ -104,11 +111,8 @@ def full_resolution_stage(post: Posterior, series: TimeSeries, config: Config) -
     t, y = np.asarray(tail.t, dtype=np.float64), np.asarray(tail.y, dtype=np.float64)
     P = len(post.noise)
     not_refitted = np.full(P, NOT_REFITTED)
-    if post.covariate_scaling is not None:
-        return _kept(post, t, y, not_refitted, "the state-space likelihood takes no covariates")
-    if series.noise_sd is not None:
-        return _kept(post, t, y, not_refitted,
-                     "the state-space likelihood takes no known observation noise")
+    if why := _refusal(series):
+        return _kept(post, t, y, not_refitted, why)
     # A transform chosen on a positive window meets the zeros of a longer tail here: they are
     # named below, not warned about by numpy's log.
     with np.errstate(divide="ignore", invalid="ignore"):
