@@ -141,13 +141,11 @@ def read_future(path: Path | None, time_col: str | None, id_col: str | None,
     """The ``--future`` file as ``X_df`` (columns ``ds``, ``unique_id`` and the covariates)."""
     if path is None:
         return None
-    import pandas as pd
-
     from autogp.data import DataError
+    from autogp.data.header import read_frame
 
     try:
-        sep = config.data.sep
-        frame = pd.read_csv(path, sep=sep, engine="python" if sep is None else None)
+        frame = read_frame(path, config.data.sep)
     except (OSError, ValueError) as exc:
         raise DataError(f"--future {path}: cannot read it as CSV: {exc}") from None
     time_col = time_col or config.data.time_col

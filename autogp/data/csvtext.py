@@ -58,6 +58,9 @@ NA_TOKENS = frozenset(
 TIME_NAMES = ("date", "ds", "time", "timestamp", "datetime", "period", "month", "week", "day")
 VALUE_NAMES = ("y", "value", "values", "target", "count", "amount", "sales", "demand")
 SEPARATORS = (",", ";", "\t", "|")
+# How every reader decodes a CSV file: "-sig" drops the byte-order mark that Excel's "CSV UTF-8"
+# writes, which would otherwise stay in the first column's name ("\ufeffds").
+ENCODING = "utf-8-sig"
 
 
 # ---- column lookup ---------------------------------------------------------------------------
@@ -106,7 +109,7 @@ def read_text(path: Path, strict: bool) -> str:
     except (OSError, EOFError, lzma.LZMAError) as exc:
         raise DataError(f"{src}: cannot read the file ({exc})", source=src) from None
     try:
-        return data.decode("utf-8-sig")
+        return data.decode(ENCODING)
     except UnicodeDecodeError as exc:
         msg = f"{src}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})"
         if strict:
@@ -254,6 +257,7 @@ def csv_to_table(
 
 
 __all__ = [
+    "ENCODING",
     "NA_TOKENS",
     "SEPARATORS",
     "TIME_NAMES",

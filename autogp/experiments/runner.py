@@ -34,6 +34,7 @@ from rich.console import Console
 
 from autogp.config import Config, ConfigError, load_config
 from autogp.data import DataError, TimeSeries, from_frame, read_csv
+from autogp.data.header import read_frame
 from autogp.data.seasons import with_frequency
 from autogp.experiments.comparison import baselines_from_file, baselines_on_split, compare_models
 from autogp.experiments.published import read_reference
@@ -84,8 +85,7 @@ def apply_freq_column(series: list[TimeSeries], data_path: Path, config: Config
     d = config.data
     columns = [d.freq_col] + ([d.id_col] if d.id_col else [])
     try:
-        frame = pd.read_csv(data_path, usecols=columns, sep=d.sep,
-                            engine="c" if d.sep else "python")
+        frame = read_frame(data_path, d.sep, usecols=columns)
     except ValueError as exc:
         raise DataError(f"{data_path}: data.freq_col = {d.freq_col!r}: {exc}") from None
     if d.id_col is None:
@@ -107,8 +107,8 @@ def group_members(data_path: Path, config: Config) -> set[str] | None:
         raise ConfigError("experiment.group_col needs a panel: set data.id_col",
                           key="experiment.group_col")
     try:
-        frame = pd.read_csv(data_path, usecols=[id_col, e.group_col], dtype=str,
-                            sep=config.data.sep, engine="c" if config.data.sep else "python")
+        frame = read_frame(data_path, config.data.sep, usecols=[id_col, e.group_col],
+                           dtype=str)
     except ValueError as exc:
         raise DataError(f"{data_path}: experiment.group_col = {e.group_col!r}: {exc}") from None
     members = set(frame.loc[frame[e.group_col] == e.group_value, id_col])
@@ -126,8 +126,8 @@ def panel_ids(data_path: Path, config: Config) -> list[str] | None:
     if id_col is None:
         return None
     try:
-        ids = pd.read_csv(data_path, usecols=[id_col], dtype=str, keep_default_na=False,
-                          sep=config.data.sep, engine="c" if config.data.sep else "python")
+        ids = read_frame(data_path, config.data.sep, usecols=[id_col], dtype=str,
+                         keep_default_na=False)
     except ValueError:
         return None  # the whole read names the problem
     unique = [str(i).strip() for i in pd.unique(ids[id_col])]

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from autogp.data import TimeSeries
+from autogp.data.header import read_frame
 
 # The column a sample is stratified by, when the data file has it.
 STRATUM_COLUMN = "category"
@@ -22,10 +22,10 @@ def read_strata(data_path: Path, id_col: str | None) -> dict[str, str] | None:
     without an id column, for a single series)."""
     if id_col is None:
         return None
-    head = pd.read_csv(data_path, nrows=0).columns
+    head = read_frame(data_path, ",", nrows=0).columns
     if STRATUM_COLUMN not in head:
         return None
-    frame = pd.read_csv(data_path, usecols=[id_col, STRATUM_COLUMN]).drop_duplicates(id_col)
+    frame = read_frame(data_path, ",", usecols=[id_col, STRATUM_COLUMN]).drop_duplicates(id_col)
     return dict(zip(frame[id_col].astype(str), frame[STRATUM_COLUMN].astype(str), strict=True))
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.data.covariates import covariate_columns, future_values
-from autogp.data.header import csv_columns
+from autogp.data.header import csv_columns, read_frame
 from autogp.data.lags import (
     history_of,
     is_lagged,
@@ -96,8 +96,7 @@ def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
     if isinstance(data, str | Path):
         if time_col not in csv_columns(data, sep):  # headerless: ds, y (and an id) only
             return list(series)
-        data = pd.read_csv(data, sep=sep, engine="python" if sep is None else None,
-                           comment="#")
+        data = read_frame(data, sep, comment="#")
     if not isinstance(data, pd.DataFrame):
         return list(series)
     frame = data.reset_index() if time_col not in data.columns and data.index.name == time_col \

@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from autogp.data import DataError, TimeSeries
+from autogp.data.header import read_frame
 from autogp.parallel.work import error_message
 
 
@@ -71,7 +72,7 @@ def _as_frame(data: Any, id_col: str | None, sep: str | None) -> pd.DataFrame | 
         frame = data
     elif isinstance(data, str | Path):
         try:
-            frame = pd.read_csv(data, sep=sep, engine="python" if sep is None else "c")
+            frame = read_frame(data, sep)
         except Exception:  # noqa: BLE001 - the original error says what is wrong
             return None
     else:
