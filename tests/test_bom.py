@@ -1,0 +1,231 @@
+"""CSV files that start with a UTF-8 byte-order mark (Excel's "CSV UTF-8"): every reader of a
+CSV header reads them as the same file without the mark (issue 66). Each marked file sits in
+its own folder under the plain file's name, so forecasts (named by the file) compare byte for
+byte; most checks compare what the readers parse, a few run the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from autogp import AutoGP
+from autogp.cli.main import app
+from autogp.cli.options import read_future
+from autogp.config import Config, load_config
+from autogp.data.header import csv_columns, read_frame
+from autogp.experiments.runner import group_members, panel_ids
+from autogp.experiments.sampling import read_strata
+from autogp.forecast.reading import read_panel, read_series
+from tests.helpers import temperature_frame
+from tests.test_forecast import install_fake_smc
+
+AIRLINE = "examples/data/airline.csv"
+QUICK = "configs/quick.toml"
+# (separator, line end): what Excel writes in comma and semicolon locales, on Windows or not.
+VARIANTS = {"comma-lf": (",", "\n"), "comma-crlf": (",", "\r\n"), "semicolon-lf": (";", "\n"),
+            "semicolon-crlf": (";", "\r\n")}  # fmt: skip
+KERNEL = "LIN(intercept=0.5; bias=1.0, amp=1.0) + LIN[temp](amp=1.0)"
+N_COV, H = 40, 6
+
+runner = CliRunner()
+
+
+def _frames() -> dict[str, pd.DataFrame]:
+    """The files' contents: a series, a panel (id first, as statsforecast writes it), the panel
+    with a split, a calendar and a category (for ``autogp run``), training rows with a
+    covariate and its future values."""
+    air = pd.read_csv(AIRLINE)[["ds", "y"]]
+    split = ["train"] * 132 + ["test"] * 12
+    panel = pd.concat([air.assign(unique_id=uid, y=air["y"] * k, split=split, freq="MS",
+                                  category=cat)
+                       for uid, k, cat in (("A", 1, "X"), ("B", 2, "X"), ("C", 3, "Y"))])
+    cov = temperature_frame(N_COV + H)
+    cov["ds"] = cov["ds"].dt.strftime("%Y-%m-%d")
+    return {
+        "series.csv": air,
+        "panel.csv": panel[["unique_id", "ds", "y"]],
+        "run.csv": panel[["unique_id", "ds", "y", "split", "freq", "category"]],
+        "train.csv": cov.iloc[:N_COV],
+        "future.csv": cov.iloc[N_COV:][["ds", "temp"]],
+    }
+
+
+def _write(folder: Path, sep: str, newline: str, bom: bool) -> Path:
+    folder.mkdir(parents=True)
+    for name, frame in _frames().items():
+        text = frame.to_csv(index=False, sep=sep, lineterminator=newline)
+        (folder / name).write_bytes(("\ufeff" if bom else "").encode() + text.encode())
+    return folder
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory) -> Path:
+    return _write(tmp_path_factory.mktemp("bom") / "plain", ",", "\n", bom=False)
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def marked(request, tmp_path_factory) -> Path:
+    sep, newline = VARIANTS[request.param]
+    folder = _write(tmp_path_factory.mktemp("bom") / request.param, sep, newline, bom=True)
+    assert (folder / "series.csv").read_bytes().startswith(b"\xef\xbb\xbfds" + sep.encode())
+    return folder
+
+
+def _same_series(a, b) -> None:
+    assert [s.unique_id for s in a] == [s.unique_id for s in b]
+    for s, p in zip(a, b, strict=True):
+        np.testing.assert_array_equal(s.t, p.t)
+        np.testing.assert_array_equal(s.y, p.y)
+        if p.covariates is None:
+            assert s.covariates is None
+        else:
+            pd.testing.assert_frame_equal(s.covariates, p.covariates)
+
+
+# ---- the readers, on every variant ------------------------------------------------------------
+def test_headers_and_frames(marked, plain):
+    for name in _frames():
+        columns = csv_columns(plain / name)
+        assert csv_columns(marked / name) == columns
+        frame = read_frame(marked / name)
+        assert list(frame.columns) == columns
+        pd.testing.assert_frame_equal(frame, read_frame(plain / name))
+
+
+def test_series_panels_and_covariates_read_as_without_the_mark(marked, plain):
+    config = Config()
+    _same_series(read_series(marked / "series.csv", config), read_series(plain / "series.csv",
+                                                                          config))
+    covariates = read_series(marked / "train.csv", config)
+    assert list(covariates[0].covariates.columns) == ["temp"]
+    _same_series(covariates, read_series(plain / "train.csv", config))
+    series, errors = read_panel(marked / "panel.csv", config)
+    assert [s.unique_id for s in series] == ["A", "B", "C"] and errors == {}
+    _same_series(series, read_panel(plain / "panel.csv", config)[0])
+    future = read_future(marked / "future.csv", None, None, config)
+    assert list(future.columns) == ["ds", "temp"]
+    pd.testing.assert_frame_equal(future, read_future(plain / "future.csv", None, None, config))
+
+
+def test_a_panel_with_a_bad_series_still_reads_its_other_series(marked, plain, tmp_path):
+    # The whole read fails on C (too short); the series are then read one by one from a
+    # frame of the file, which needs the id column by its name.
+    panel = pd.read_csv(plain / "panel.csv")
+    panel = panel[(panel["unique_id"] != "C") | (panel.groupby("unique_id").cumcount() < 2)]
+    sep, newline = VARIANTS[marked.name]
+    text = panel.to_csv(index=False, sep=sep, lineterminator=newline)
+    (tmp_path / "marked.csv").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    panel.to_csv(tmp_path / "plain.csv", index=False)
+    series, errors = read_panel(tmp_path / "marked.csv", Config())
+    assert [s.unique_id for s in series] == ["A", "B"] and list(errors) == ["C"]
+    _same_series(series, read_panel(tmp_path / "plain.csv", Config())[0])
+
+
+def test_autogp_run_reads_the_ids_groups_and_strata(marked, plain):
+    # Its calendars (data.freq_col) are read in test_cli_run_on_a_marked_panel.
+    config = load_config(overrides={"data.id_col": "unique_id",
+                                    "experiment.group_col": "category",
+                                    "experiment.group_value": "X"})
+    assert group_members(marked / "run.csv", config) == {"A", "B"}
+    assert panel_ids(marked / "run.csv", config) == ["A", "B", "C"]
+    assert panel_ids(plain / "run.csv", config) == ["A", "B", "C"]
+    if VARIANTS[marked.name][0] == ",":  # the strata are read from comma-separated files only
+        assert read_strata(marked / "run.csv", "unique_id") == {"A": "X", "B": "X", "C": "Y"}
+
+
+# ---- the command line ------------------------------------------------------------------------
+def _fit(folder: Path, *args: str) -> str:
+    result = runner.invoke(app, ["fit", str(folder / "series.csv"), "--horizon", "3", "--quiet",
+                                 *args])  # a later --horizon wins
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def plain_fits(plain) -> dict[str, str]:
+    """The command line's outputs on the plain files, with the stand-in engine."""
+    with pytest.MonkeyPatch.context() as mp:
+        install_fake_smc(mp)
+        return {"series": _fit(plain), "panel": _cli(["fit", str(plain / "panel.csv"),
+                                                      "--horizon", "3"]),
+                "covariates": _covariate_fit(plain)}
+
+
+def _cli(args: list[str]) -> str:
+    # fit and run print progress notes unless quiet; forecast prints none.
+    result = runner.invoke(app, args + (["--quiet"] if args[0] != "forecast" else []))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _covariate_fit(folder: Path) -> str:
+    return _cli(["fit", str(folder / "train.csv"), "--horizon", str(H), "--future",
+                 str(folder / "future.csv")])
+
+
+def test_cli_fit_forecasts_as_without_the_mark(marked, plain_fits, monkeypatch):
+    install_fake_smc(monkeypatch)
+    assert _fit(marked) == plain_fits["series"]
+    panel = _cli(["fit", str(marked / "panel.csv"), "--horizon", "3"])
+    assert panel == plain_fits["panel"] and "\nB," in panel
+    assert _covariate_fit(marked) == plain_fits["covariates"]
+
+
+def test_cli_forecast_reads_a_marked_future_file(marked, plain, tmp_path):
+    # A fit whose forecast moves with the covariate: the future file's values are read.
+    model = AutoGP.from_kernels(plain / "train.csv", [KERNEL], noise=0.05)
+    saved = model.save(tmp_path / "model.autogp")
+    args = ["forecast", str(saved), "--horizon", str(H), "--future"]
+    forecast = _cli([*args, str(marked / "future.csv")])
+    assert forecast == _cli([*args, str(plain / "future.csv")])
+    warmer = _frames()["future.csv"].assign(temp=lambda f: f["temp"] + 1.0)
+    warmer.to_csv(tmp_path / "warmer.csv", index=False)
+    assert _cli([*args, str(tmp_path / "warmer.csv")]) != forecast
+
+
+def test_cli_run_on_a_marked_panel(tmp_path, monkeypatch):
+    # The readers are compared on every variant above; one run, on the variant that differs
+    # most from the plain file, is enough.
+    install_fake_smc(monkeypatch)
+    marked = _write(tmp_path / "semicolon-crlf", ";", "\r\n", bom=True)
+    plain = _write(tmp_path / "plain", ",", "\n", bom=False)
+    outputs = []
+    for folder in (marked, plain):
+        config = tmp_path / f"{folder.name}.toml"
+        config.write_text(f"""
+[data]
+path = "{(folder / "run.csv").as_posix()}"
+id_col = "unique_id"
+split_col = "split"
+freq_col = "freq"
+
+[output]
+dir = "{(tmp_path / f"out-{folder.name}").as_posix()}"
+plot = ""
+model = ""
+
+[experiment]
+group_col = "category"
+group_value = "X"
+metrics = ["mase"]
+""")
+        _cli(["run", str(config), "--limit", "1"])
+        outputs.append(pd.read_csv(tmp_path / f"out-{folder.name}" / "forecast.csv"))
+    assert len(outputs[0]) == 12 and outputs[0]["unique_id"].nunique() == 1
+    pd.testing.assert_frame_equal(*outputs)
+
+
+@pytest.mark.slow
+def test_cli_fit_with_the_real_engine(tmp_path):
+    # One full search on the variant that differs most from the plain file, with the settings
+    # of test_cli's real-engine fit (same series): the session's cache holds their programs.
+    marked = _write(tmp_path / "semicolon-crlf", ";", "\r\n", bom=True)
+    plain = _write(tmp_path / "plain", ",", "\n", bom=False)
+    args = ["--config", QUICK, "--horizon", "18", "--seed", "7"]
+    forecast = _fit(marked, *args)
+    assert forecast.count("\n") == 19
+    assert forecast == _fit(plain, *args)
