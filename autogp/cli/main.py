@@ -463,6 +463,7 @@ def run(
             "--baselines/--no-baselines",
             help="Also fit statsforecast's AutoETS, AutoARIMA, AutoTheta, SeasonalNaive, "
             "each with its series' season (needs the bench extra).",
+            show_default="off",
         ),
     ] = False,
     holdout: Annotated[
