@@ -24,6 +24,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from autogp.config import ConfigError
 from autogp.data import TimeSeries
+from autogp.parallel.spawning import main_module_hidden
 from autogp.parallel.work import (
     AfterFit,
     chunk_ids,
@@ -85,8 +86,11 @@ QUIET_WORKERS = {
 def start_local_cluster(workers: int) -> Any:
     """A ``LocalCluster`` of ``workers`` single-threaded worker processes (XLA single-threaded
     from the start through the workers' environment) with quiet housekeeping
-    (:data:`QUIET_WORKERS`; the nannies hand the settings in force to their workers)."""
-    with dask.config.set(QUIET_WORKERS):
+    (:data:`QUIET_WORKERS`; the nannies hand the settings in force to their workers). The
+    processes do not import the caller's ``__main__`` (an unguarded script is not run again:
+    :func:`~autogp.parallel.spawning.main_module_hidden`), and each ends when the process that
+    started it dies (``distributed`` gives every process it starts a pipe from its parent)."""
+    with dask.config.set(QUIET_WORKERS), main_module_hidden():
         return distributed.LocalCluster(
             n_workers=workers,
             threads_per_worker=1,

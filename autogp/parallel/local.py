@@ -10,6 +10,7 @@ from typing import Any
 
 from autogp.data import TimeSeries
 from autogp.inference.posterior import Posterior
+from autogp.parallel.spawning import exit_with, main_module_hidden
 from autogp.parallel.work import AfterFit, chunk_ids, fit_chunk, quiet_xla_logs, single_thread_env
 
 
@@ -20,6 +21,9 @@ def map_chunks(
     XLA each) and yield ``(chunk index, result)`` as chunks finish; ``fn`` and its arguments
     must be picklable.
 
+    The workers never import the caller's ``__main__`` (an unguarded script is not run again
+    in them: :func:`~autogp.parallel.spawning.main_module_hidden`) and each ends itself
+    within seconds of this process's death (:func:`~autogp.parallel.spawning.exit_with`).
     If the caller stops early (an error, Ctrl-C), chunks not started are cancelled and the
     worker processes are ended, so only the chunks in flight are lost.
     """
@@ -29,10 +33,12 @@ def map_chunks(
     before = set(multiprocessing.active_children())
     context = multiprocessing.get_context("spawn")
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
-                                                  initializer=quiet_xla_logs)
+                                                  initializer=_start_worker,
+                                                  initargs=(os.getpid(),))
     finished = False
     try:
-        pending = {pool.submit(fn, chunk, *args): i for i, chunk in enumerate(chunks)}
+        with main_module_hidden():  # the pool starts its processes as tasks are submitted
+            pending = {pool.submit(fn, chunk, *args): i for i, chunk in enumerate(chunks)}
         for done in concurrent.futures.as_completed(pending):
             yield pending[done], done.result()
         finished = True
@@ -48,6 +54,11 @@ def map_chunks(
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _start_worker(parent: int) -> None:
+    quiet_xla_logs()
+    exit_with(parent)
 
 
 def run_local(
