@@ -19,6 +19,9 @@ for _flag in _FAST_COMPILE:
     if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), _flag]))
 
+# A developer's quick settings for scripts (autogp.config.SETTINGS_ENV) must not reach the tests.
+os.environ.pop("AUTOGP_SET", None)
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
 from jax._src import compilation_cache  # noqa: E402

@@ -61,7 +61,7 @@ from autogp.cli.options import (
     config_spelling,
     read_future,
 )
-from autogp.config import ConfigError, parse_overrides
+from autogp.config import ConfigError, environment_settings, parse_overrides
 from autogp.data import DataError
 from autogp.data.spelling import spelled_as
 from autogp.inference.mixture import PredictionError
@@ -293,7 +293,7 @@ def fit(
     from autogp.forecast.reading import read_panel
 
     err = _err()
-    overrides = parse_overrides(set_ or [])
+    overrides = {**environment_settings(), **parse_overrides(set_ or [])}
     if strict:
         overrides["data.strict"] = True
     if aggregate is not None:
@@ -477,7 +477,7 @@ def run(
     """Run an experiment described by a config file: data, model, horizon, outputs, metrics."""
     from autogp.experiments import run_experiment
 
-    overrides = parse_overrides(set_ or [])
+    overrides = {**environment_settings(), **parse_overrides(set_ or [])}
     if output_dir is not None:
         overrides["output.dir"] = str(output_dir)
     if workers is not None:

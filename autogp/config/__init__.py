@@ -38,10 +38,12 @@ from autogp.config.build import parse_overrides
 from autogp.config.engine import EngineSettings, engine_settings
 from autogp.config.keys import ConfigError
 from autogp.config.root import (
+    SETTINGS_ENV,
     Config,
     config_class,
     default_toml,
     describe,
+    environment_settings,
     load_config,
     loads_config,
 )
@@ -56,6 +58,7 @@ from autogp.config.search import (
 from autogp.config.sections import DataConfig, ExperimentConfig, ForecastConfig, OutputConfig
 
 __all__ = [
+    "SETTINGS_ENV",
     "Config",
     "ConfigError",
     "DataConfig",
@@ -73,6 +76,7 @@ __all__ = [
     "default_toml",
     "describe",
     "engine_settings",
+    "environment_settings",
     "load_config",
     "loads_config",
     "parse_overrides",

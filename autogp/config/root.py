@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 from typing import Any
 
 from autogp.config import build, document
-from autogp.config.keys import section
+from autogp.config.keys import ConfigError, section
 from autogp.config.search import (
     GrammarConfig,
     PriorsConfig,
@@ -116,6 +118,31 @@ def loads_config(text: str) -> Config:
     return Config.loads(text)
 
 
+#: Settings for every fit of a process, as ``--set`` gives them on the command line:
+#: ``AUTOGP_SET="smc.num_particles=4 smc.num_rounds=3"`` (shell quoting for values with
+#: spaces). A quick configuration for a script or a smoke test, without editing it.
+SETTINGS_ENV = "AUTOGP_SET"
+
+
+def environment_settings(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The dotted-key settings of :data:`SETTINGS_ENV` in ``environ`` (default
+    ``os.environ``), checked against the keys; ``{}`` when it is unset or empty.
+
+    Raises:
+        ConfigError: a malformed item or a bad key or value, the message naming the variable.
+    """
+    text = (os.environ if environ is None else environ).get(SETTINGS_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        settings = build.parse_overrides(shlex.split(text))
+        Config.load(None, settings)
+    except (ValueError, ConfigError) as exc:  # shlex: unclosed quotes
+        raise ConfigError(f"{SETTINGS_ENV}={text!r}: {exc}",
+                          key=getattr(exc, "key", None)) from None
+    return settings
+
+
 def describe() -> list[tuple[str, Any, str, str]]:
     """Every key: ``(full key, default, allowed values, doc)``."""
     return Config.describe()
@@ -126,4 +153,13 @@ def default_toml() -> str:
     return Config.default_toml()
 
 
-__all__ = ["Config", "config_class", "default_toml", "describe", "load_config", "loads_config"]
+__all__ = [
+    "SETTINGS_ENV",
+    "Config",
+    "config_class",
+    "default_toml",
+    "describe",
+    "environment_settings",
+    "load_config",
+    "loads_config",
+]

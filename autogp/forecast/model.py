@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from autogp._x64 import with_x64
-from autogp.config import Config, load_config
+from autogp.config import Config, environment_settings, load_config
 from autogp.data import AutoGPDataWarning, DataError, TimeSeries
 from autogp.forecast.columns import MODEL_NAME, level_columns
 from autogp.forecast.covariates import covariates_at
@@ -58,7 +58,9 @@ class AutoGP(RevisedData):
         max_depth: deepest kernel tree (``grammar.max_depth``).
         log_transform: True fits ``log(y)`` (``data.transform = "log"``), False the raw values
             (``"none"``); default: the config's ``data.transform`` ("auto": chosen per series).
-        overrides: further dotted config keys, e.g. ``{"refine.steps": 20}``.
+        overrides: further dotted config keys, e.g. ``{"refine.steps": 20}``. The
+            environment variable ``AUTOGP_SET`` (``"smc.num_particles=4 smc.num_rounds=3"``)
+            sets keys for every model made from a path, a dict or the defaults, below these.
         progress: show a progress bar on stderr (default: only for panels of several series;
             a first run's compilation is shown unless ``progress=False``).
 
@@ -81,7 +83,9 @@ class AutoGP(RevisedData):
         overrides: Mapping[str, Any] | None = None,
         progress: bool | None = None,
     ) -> None:
-        extra: dict[str, Any] = dict(overrides or {})
+        # $AUTOGP_SET under the explicit arguments; not over a Config, which was built already
+        from_env = {} if isinstance(config, Config) else environment_settings()
+        extra: dict[str, Any] = {**from_env, **(overrides or {})}
         for key, value in (
             ("seed", seed),
             ("smc.num_particles", particles),
