@@ -46,7 +46,12 @@ def worker_cache_dir(worker_name: str) -> Path | None:
 
 
 class AutoGPWorkerSetup(WorkerPlugin):
-    """A Dask worker plugin: single-threaded XLA and a per-worker JAX compilation cache.
+    """A Dask worker plugin: single-threaded XLA and a JAX compilation cache, per worker
+    (:func:`worker_cache_dir`: workers may run on other machines, with other processors,
+    over one shared home) or, with ``shared``, this machine's own
+    (:func:`~autogp.parallel.work.compilation_cache_root`, as the process pool's workers and
+    the calling process use: the workers of a ``LocalCluster`` autogp starts here then load
+    what was compiled here before).
 
     Runs when a worker joins (or when registered), before autogp's first computation there;
     the environment variables take effect when JAX starts its CPU backend in that process.
@@ -54,10 +59,14 @@ class AutoGPWorkerSetup(WorkerPlugin):
 
     name = "autogp-worker-setup"
 
+    def __init__(self, shared: bool = False) -> None:
+        self.shared = shared
+
     def setup(self, worker: Any) -> None:
         os.environ.update(single_thread_env())
         quiet_xla_logs()
-        where = worker_cache_dir(worker.name)
+        root = compilation_cache_root()
+        where = worker_cache_dir(worker.name) if not self.shared or root is None else Path(root)
         if where is None:
             return
         try:
@@ -121,6 +130,7 @@ def run_dask(
     ``workers`` workers, and closed at the end. Stopping early cancels the chunks not done.
     """
     own: list[Any] = []
+    here = False  # a LocalCluster of this call's: its workers share this machine's cache
     try:
         if client is None:
             if scheduler:
@@ -134,9 +144,10 @@ def run_dask(
             else:
                 cluster = start_local_cluster(workers)
                 own.append(cluster)
+                here = True
                 client = distributed.Client(cluster)
             own.insert(0, client)
-        client.register_plugin(AutoGPWorkerSetup(), name=AutoGPWorkerSetup.name)
+        client.register_plugin(AutoGPWorkerSetup(shared=here), name=AutoGPWorkerSetup.name)
         run = uuid.uuid4().hex[:12]
         extra = ([] if after is None else [after.of(chunk_ids(c))] for c in chunks)
         futures = {
