@@ -72,8 +72,7 @@ class DataConfig:
     freq_col: str | None = setting(
         None,
         "column with each series' frequency (a pandas alias: YS, QS, MS, W, D, B, h, 30min); "
-        "names the calendar of numeric time stamps (B: trading-day numbers) for the seasons "
-        "(autogp run)",
+        "names the calendar of numeric time stamps (B: trading-day numbers) for the seasons",
         kind="str", optional=True,
     )
     window: int = setting(

@@ -1,6 +1,7 @@
 """What :meth:`autogp.AutoGP.fit` accepts, turned into series: a DataFrame (pandas or Dask), a
 ``(t, y)`` pair of arrays, a CSV path or :class:`TimeSeries` objects, read under the config's
-``[data]`` section; rows marked as test are left out."""
+``[data]`` section; rows marked as test are left out, and numeric time axes get the calendar
+that ``data.freq_col`` names."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pandas as pd
 
 from autogp.config import Config
 from autogp.data import DataError, TimeSeries, from_arrays, from_frame, read_csv
-from autogp.data.header import csv_columns
+from autogp.data.header import csv_columns, read_frame
+from autogp.data.seasons import with_frequency
 from autogp.forecast.covariates import attach_covariates
 from autogp.parallel.inputs import dask_to_pandas, is_dask_frame, read_series_tolerant
 
@@ -74,14 +76,46 @@ def read_series(
         )
     if isinstance(data, pd.DataFrame | str | Path):
         out = attach_covariates(out, data, time_col=time_col, id_col=id_col, sep=d.sep,
-                                used=[target_col, d.split_col, noise_col,
+                                used=[target_col, d.split_col, noise_col, d.freq_col,
                                       *NOT_COVARIATES], lags=d.covariate_lags)
+        out = named_calendars(out, data, config, id_col)
     seen: set[str] = set()
     for s in out:
         if s.unique_id in seen:
             raise DataError(f"series id {s.unique_id!r} appears twice")
         seen.add(s.unique_id)
     return [s.train() if s.is_test is not None and s.is_test.any() else s for s in out]
+
+
+def named_calendars(series: list[TimeSeries], data: pd.DataFrame | str | Path, config: Config,
+                    id_col: str | None) -> list[TimeSeries]:
+    """``series`` with the calendar of their numeric time axes named by the column
+    ``data.freq_col`` of ``data`` (a pandas alias, one per series: ``MS`` for monthly values
+    numbered 1, 2, ...; :func:`autogp.data.seasons.with_frequency`), which gives them their
+    seasons; unchanged when the key is unset. Date axes know their calendar and keep it."""
+    column = config.data.freq_col
+    if column is None:
+        return series
+    if isinstance(data, str | Path):
+        if column not in csv_columns(data, config.data.sep):
+            raise DataError(f"{data}: no column {column!r} (data.freq_col)", column=column)
+        wanted = [column] + ([id_col] if id_col else [])
+        data = read_frame(data, config.data.sep, usecols=wanted, comment="#")
+    if column not in data.columns:
+        raise DataError(f"no column {column!r} (data.freq_col) in the data (columns: "
+                        f"{[str(c) for c in data.columns]})", column=column)
+    groups = (data.groupby(data[id_col].astype(str), sort=False)[column]
+              if id_col is not None and id_col in data.columns else None)
+    out = []
+    for s in series:
+        values = (groups.get_group(s.unique_id) if groups is not None
+                  and s.unique_id in groups.groups else data[column])
+        names = values.dropna().astype(str).unique()
+        if len(names) > 1:
+            raise DataError(f"series {s.unique_id!r}: column {column!r} (data.freq_col) names "
+                            f"several frequencies: {list(names)[:5]}", column=column)
+        out.append(with_frequency(s, names[0] if len(names) else None))
+    return out
 
 
 def read_panel(
@@ -100,7 +134,7 @@ def read_panel(
     if is_dask_frame(data):
         id_name = id_name or ("unique_id" if "unique_id" in data.columns else None)
         wanted = [time_col or d.time_col, target_col or d.target_col, id_name, d.split_col,
-                  noise_col or d.noise_col]
+                  noise_col or d.noise_col, d.freq_col]
         # The numeric columns come too: they are the covariates.
         numeric = [c for c, dtype in data.dtypes.items()
                    if pd.api.types.is_numeric_dtype(dtype) and c not in wanted]
@@ -117,4 +151,4 @@ def read_panel(
     )
 
 
-__all__ = ["read_panel", "read_series"]
+__all__ = ["named_calendars", "read_panel", "read_series"]
