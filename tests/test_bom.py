@@ -1,7 +1,8 @@
 """CSV files that start with a UTF-8 byte-order mark (Excel's "CSV UTF-8"): every reader of a
 CSV header reads them as the same file without the mark (issue 66). Each marked file sits in
 its own folder under the plain file's name, so forecasts (named by the file) compare byte for
-byte; most checks compare what the readers parse, a few run the command line."""
+byte; most checks compare what the readers parse, a few run the command line. Config files
+with the mark (Notepad writes one) read as the same file without it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typer.testing import CliRunner
 from autogp import AutoGP
 from autogp.cli.main import app
 from autogp.cli.options import read_future
-from autogp.config import Config, load_config
+from autogp.config import Config, load_config, loads_config
 from autogp.data.header import csv_columns, read_frame
 from autogp.experiments.runner import group_members, panel_ids
 from autogp.experiments.sampling import read_strata
@@ -196,7 +197,8 @@ def test_cli_run_on_a_marked_panel(tmp_path, monkeypatch):
     outputs = []
     for folder in (marked, plain):
         config = tmp_path / f"{folder.name}.toml"
-        config.write_text(f"""
+        mark = "\ufeff" if folder is marked else ""  # Notepad marks the config too
+        config.write_text(mark + f"""
 [data]
 path = "{(folder / "run.csv").as_posix()}"
 id_col = "unique_id"
@@ -212,11 +214,37 @@ model = ""
 group_col = "category"
 group_value = "X"
 metrics = ["mase"]
-""")
+""", encoding="utf-8")
         _cli(["run", str(config), "--limit", "1"])
         outputs.append(pd.read_csv(tmp_path / f"out-{folder.name}" / "forecast.csv"))
     assert len(outputs[0]) == 12 and outputs[0]["unique_id"].nunique() == 1
     pd.testing.assert_frame_equal(*outputs)
+
+
+# ---- config files -----------------------------------------------------------------------------
+CONFIG = 'seed = 3\n\n[smc]\nnum_particles = 8\n\n[forecast]\nlevels = [50]\n'
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_marked_config_reads_as_the_plain_one(tmp_path, newline):
+    text = CONFIG.replace("\n", newline)
+    (tmp_path / "plain.toml").write_bytes(text.encode())
+    (tmp_path / "marked.toml").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    plain = load_config(tmp_path / "plain.toml")
+    assert (plain.seed, plain.smc.num_particles, plain.forecast.levels) == (3, 8, (50,))
+    assert load_config(tmp_path / "marked.toml") == plain
+    assert Config.load(tmp_path / "marked.toml", {"seed": 4}) == plain.with_overrides({"seed": 4})
+    assert loads_config("\ufeff" + text) == plain  # a marked file read as UTF-8 text
+
+
+def test_cli_fit_reads_a_marked_config(plain, tmp_path, monkeypatch):
+    # autogp run reads its marked config in test_cli_run_on_a_marked_panel.
+    install_fake_smc(monkeypatch)
+    (tmp_path / "plain.toml").write_text(CONFIG, encoding="utf-8")
+    (tmp_path / "marked.toml").write_text("\ufeff" + CONFIG, encoding="utf-8")
+    forecast = _fit(plain, "--config", str(tmp_path / "marked.toml"))
+    assert "-lo-50" in forecast.splitlines()[0]  # the config's levels
+    assert forecast == _fit(plain, "--config", str(tmp_path / "plain.toml"))
 
 
 @pytest.mark.slow

@@ -17,6 +17,10 @@ from typing import Any
 from autogp.config.keys import ConfigError
 from autogp.setting import Spec
 
+# How a config file is decoded: UTF-8 without the byte-order mark that Notepad writes, which
+# tomllib refuses ("Invalid statement (at line 1, column 1)").
+TOML_ENCODING = "utf-8-sig"
+
 
 def _type_name(v: Any) -> str:
     return {bool: "boolean", int: "integer", float: "number", str: "string"}.get(
@@ -242,8 +246,7 @@ def load(
         path = Path(source)
         origin = f"{path}: "
         try:
-            with path.open("rb") as fh:
-                data = tomllib.load(fh)
+            data = tomllib.loads(path.read_bytes().decode(TOML_ENCODING))
         except FileNotFoundError:
             raise ConfigError(f"{path}: config file not found") from None
         except (OSError, UnicodeDecodeError) as exc:
@@ -267,7 +270,7 @@ def load(
 def loads(root: type, text: str) -> Any:
     """:func:`load` for TOML text."""
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text.removeprefix("\ufeff"))  # a marked file read as UTF-8
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML: {exc}") from None
     return load(root, data)
