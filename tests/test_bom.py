@@ -2,7 +2,9 @@
 CSV header reads them as the same file without the mark (issue 66). Each marked file sits in
 its own folder under the plain file's name, so forecasts (named by the file) compare byte for
 byte; most checks compare what the readers parse, a few run the command line. Config files
-with the mark (Notepad writes one) read as the same file without it."""
+with the mark (Notepad writes one) read as the same file without it; and CSV files that are
+not UTF-8 read everywhere as :func:`autogp.read_csv` reads them (Latin-1 with its warning, or
+its error under ``data.strict``), the covariates and ``--future`` included."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from autogp import AutoGP
 from autogp.cli.main import app
 from autogp.cli.options import read_future
 from autogp.config import Config, load_config, loads_config
+from autogp.data import AutoGPDataWarning, DataError, read_csv
 from autogp.data.header import csv_columns, read_frame
 from autogp.experiments.runner import group_members, panel_ids
 from autogp.experiments.sampling import read_strata
@@ -245,6 +248,97 @@ def test_cli_fit_reads_a_marked_config(plain, tmp_path, monkeypatch):
     forecast = _fit(plain, "--config", str(tmp_path / "marked.toml"))
     assert "-lo-50" in forecast.splitlines()[0]  # the config's levels
     assert forecast == _fit(plain, "--config", str(tmp_path / "plain.toml"))
+
+
+# ---- files that are not UTF-8 --------------------------------------------------------------------
+TIME, COVARIATE = "année", "température"  # not ASCII: Latin-1 and UTF-8 write them differently
+
+
+def _encoded(folder: Path, encoding: str) -> Path:
+    """The covariate files (train.csv, future.csv) with French column names, in ``encoding``."""
+    folder.mkdir(parents=True)
+    frames = _frames()
+    for name in ("train.csv", "future.csv"):
+        frame = frames[name].rename(columns={"ds": TIME, "temp": COVARIATE})
+        (folder / name).write_bytes(frame.to_csv(index=False).encode(encoding))
+    return folder
+
+
+@pytest.fixture
+def latin1(tmp_path) -> Path:
+    return _encoded(tmp_path / "latin-1", "latin-1")
+
+
+@pytest.fixture
+def utf8(tmp_path) -> Path:
+    return _encoded(tmp_path / "utf-8", "utf-8")
+
+
+def _encoding_warnings(caught) -> list[str]:
+    return [str(w.message) for w in caught
+            if issubclass(w.category, AutoGPDataWarning) and "not UTF-8" in str(w.message)]
+
+
+def test_a_latin1_file_reads_as_the_main_reader_reads_it(latin1, utf8):
+    config = load_config(overrides={"data.time_col": TIME})
+    assert csv_columns(latin1 / "train.csv") == [TIME, "y", COVARIATE]
+    with pytest.warns(AutoGPDataWarning) as caught:
+        series = read_series(latin1 / "train.csv", config)
+    # The main reader's warning, once: the covariate reader reads the same file again.
+    assert _encoding_warnings(caught) == [
+        f"{latin1 / 'train.csv'}: not UTF-8 text (byte 0xe9 at offset 3); reading it as Latin-1"]
+    assert list(series[0].covariates.columns) == [COVARIATE]
+    _same_series(series, read_series(utf8 / "train.csv", config))
+
+    with pytest.warns(AutoGPDataWarning) as main:
+        read_csv(latin1 / "future.csv", TIME, COVARIATE)
+    with pytest.warns(AutoGPDataWarning) as caught:
+        future = read_future(latin1 / "future.csv", None, None, config)
+    assert _encoding_warnings(caught) == _encoding_warnings(main) != []
+    pd.testing.assert_frame_equal(future, read_future(utf8 / "future.csv", None, None, config))
+    assert list(future.columns) == ["ds", COVARIATE]
+
+
+def test_a_latin1_file_under_strict_is_refused_naming_the_file(latin1):
+    config = load_config(overrides={"data.time_col": TIME, "data.strict": True})
+    with pytest.raises(DataError, match="not UTF-8 text"):
+        read_series(latin1 / "train.csv", config)
+    with pytest.raises(DataError) as main:
+        read_csv(latin1 / "future.csv", TIME, COVARIATE, strict=True)
+    with pytest.raises(DataError) as future:
+        read_future(latin1 / "future.csv", None, None, config)
+    assert str(future.value) == f"--future {main.value}"
+    assert str(main.value).startswith(f"{latin1 / 'future.csv'}: not UTF-8 text")
+    with pytest.raises(DataError) as frame:
+        read_frame(latin1 / "train.csv", strict=True)
+    assert frame.value.source == str(latin1 / "train.csv")
+
+
+def _covariate_fit_of(train: Path, future: Path, *args: str):
+    return runner.invoke(app, ["fit", str(train), "--time-col", TIME, "--horizon", str(H),
+                               "--future", str(future), "--quiet", *args])
+
+
+def test_cli_fit_on_latin1_files_forecasts_as_on_utf8_ones(latin1, utf8, monkeypatch):
+    install_fake_smc(monkeypatch)
+    with pytest.warns(AutoGPDataWarning) as caught:
+        result = _covariate_fit_of(latin1 / "train.csv", latin1 / "future.csv")
+    assert result.exit_code == 0, result.output
+    assert [m.split(":")[0] for m in _encoding_warnings(caught)] == [
+        str(latin1 / "future.csv"), str(latin1 / "train.csv")]
+    plain = _covariate_fit_of(utf8 / "train.csv", utf8 / "future.csv")
+    assert plain.exit_code == 0, plain.output
+    assert result.stdout == plain.stdout
+
+
+def test_cli_fit_strict_refuses_a_latin1_future_file(latin1, utf8, monkeypatch):
+    install_fake_smc(monkeypatch)
+    result = _covariate_fit_of(utf8 / "train.csv", latin1 / "future.csv", "--strict")
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.stderr.startswith(f"error: --future {latin1 / 'future.csv'}: not UTF-8 text "
+                                    "(byte 0xe9 at offset "), result.stderr
+    assert "re-save the file as UTF-8" in result.stderr and result.stdout == ""
 
 
 @pytest.mark.slow

@@ -145,7 +145,9 @@ def read_future(path: Path | None, time_col: str | None, id_col: str | None,
     from autogp.data.header import read_frame
 
     try:
-        frame = read_frame(path, config.data.sep)
+        frame = read_frame(path, config.data.sep, strict=config.data.strict)
+    except DataError as exc:  # not UTF-8, under data.strict
+        raise DataError(f"--future {exc}", source=exc.source) from None
     except (OSError, ValueError) as exc:
         raise DataError(f"--future {path}: cannot read it as CSV: {exc}") from None
     time_col = time_col or config.data.time_col

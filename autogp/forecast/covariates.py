@@ -96,7 +96,11 @@ def attach_covariates(series: Sequence[TimeSeries], data: Any, *, time_col: str,
     if isinstance(data, str | Path):
         if time_col not in csv_columns(data, sep):  # headerless: ds, y (and an id) only
             return list(series)
-        data = read_frame(data, sep, comment="#")
+        # The main reader has read this file: it warned if it is not UTF-8 (or refused it
+        # under data.strict); a second warning would say nothing more.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", AutoGPDataWarning)
+            data = read_frame(data, sep, comment="#")
     if not isinstance(data, pd.DataFrame):
         return list(series)
     frame = data.reset_index() if time_col not in data.columns and data.index.name == time_col \
