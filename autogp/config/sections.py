@@ -86,7 +86,7 @@ class DataConfig:
         "cycles of the longest calendar season the window spans (0: off): hourly and finer "
         "series whose `window` recent points cover fewer cycles (300 half-hours are under a "
         "week) keep every k-th point of that span instead, `window` points in all, at most "
-        "one in 8 of the shortest season's steps (see README, Long series)", lo=0, hi=1000,
+        "one in 8 of the shortest season's steps (see docs/long-series.md)", lo=0, hi=1000,
     )
     max_points: int = setting(
         5000, "largest series fitted with an exact GP (cost ~ n^3)", lo=3, hi=1_000_000

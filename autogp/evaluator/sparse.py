@@ -46,7 +46,7 @@ from autogp.evaluator.linalg import cholesky, solve_triangular
 #: fails, at most ``MAX_JITTER_RUNGS`` times.
 KUU_JITTER = 1e-6
 MAX_JITTER_RUNGS = 4
-#: Inducing points when the config leaves the number to us (see the README's "Long series").
+#: Inducing points when the config leaves the number to us (see docs/long-series.md).
 DEFAULT_INDUCING = 256
 #: Data points per streamed chunk.
 CHUNK = 1024
