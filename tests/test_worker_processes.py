@@ -25,7 +25,8 @@ import pandas as pd
 import pytest
 
 from autogp.config import SETTINGS_ENV, ConfigError, environment_settings
-from autogp.parallel.spawning import main_module_hidden, process_alive
+from autogp.parallel.spawning import main_module_hidden
+from autogp_launcher.worker import process_alive
 from tests.test_parallel import TINY, _tiny_panel
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,7 +188,7 @@ def test_exit_with_ends_a_process_whose_watched_process_died(tmp_path):
     watching its parent (a pool worker) both end once the watched process is killed."""
     script = textwrap.dedent("""\
         import os, subprocess, sys, time
-        from autogp.parallel.spawning import exit_with
+        from autogp_launcher.worker import exit_with
         grand = sys.argv[1] if len(sys.argv) > 1 else None
         if grand is None:  # the starter: one child that watches it
             child = subprocess.Popen([sys.executable, __file__, str(os.getpid())])

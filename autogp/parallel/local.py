@@ -10,8 +10,9 @@ from typing import Any
 
 from autogp.data import TimeSeries
 from autogp.inference.posterior import Posterior
-from autogp.parallel.spawning import exit_with, main_module_hidden
-from autogp.parallel.work import AfterFit, chunk_ids, fit_chunk, quiet_xla_logs, single_thread_env
+from autogp.parallel.spawning import main_module_hidden
+from autogp.parallel.work import AfterFit, chunk_ids, fit_chunk, single_thread_env
+from autogp_launcher.worker import start_worker
 
 
 def map_chunks(
@@ -23,7 +24,7 @@ def map_chunks(
 
     The workers never import the caller's ``__main__`` (an unguarded script is not run again
     in them: :func:`~autogp.parallel.spawning.main_module_hidden`) and each ends itself
-    within seconds of this process's death (:func:`~autogp.parallel.spawning.exit_with`).
+    within seconds of this process's death (:func:`autogp_launcher.worker.start_worker`).
     If the caller stops early (an error, Ctrl-C), chunks not started are cancelled and the
     worker processes are ended, so only the chunks in flight are lost.
     """
@@ -33,7 +34,7 @@ def map_chunks(
     before = set(multiprocessing.active_children())
     context = multiprocessing.get_context("spawn")
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=context,
-                                                  initializer=_start_worker,
+                                                  initializer=start_worker,
                                                   initargs=(os.getpid(),))
     finished = False
     try:
@@ -54,11 +55,6 @@ def map_chunks(
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-
-
-def _start_worker(parent: int) -> None:
-    quiet_xla_logs()
-    exit_with(parent)
 
 
 def run_local(

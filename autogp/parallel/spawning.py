@@ -1,4 +1,4 @@
-"""Starting worker processes that neither run the user's script again nor outlive the run.
+"""Starting worker processes that never run the user's script again.
 
 Python's ``spawn`` start method (multiprocessing's, and so ``dask.distributed``'s) imports the
 parent's ``__main__`` module in every new process, so that functions defined there can be
@@ -8,24 +8,16 @@ output, then multiprocessing's "bootstrapping phase" RuntimeError. autogp's work
 autogp's own functions, so they never need the user's ``__main__``: :func:`main_module_hidden`
 starts them with it out of sight.
 
-A worker blocked waiting for its next task does not notice that the process that started it
-was killed (SIGKILL from a batch scheduler or the out-of-memory killer: no cleanup runs), since
-it holds its own copy of its task queue's pipe. :func:`exit_with` gives each worker a thread
-that ends it within :data:`WATCH_SECONDS` of that process's death.
+That the workers do not outlive the run is their own first step (:mod:`autogp_launcher.worker`,
+outside the package so that it runs before JAX is imported there).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
-import threading
-import time
 import types
 from collections.abc import Iterator
-
-#: How often a worker checks that the process that started it is alive.
-WATCH_SECONDS = 1.0
 
 
 @contextlib.contextmanager
@@ -52,37 +44,4 @@ def main_module_hidden() -> Iterator[None]:
             sys.modules["__main__"] = main
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists (a zombie that has not been reaped counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by another user
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True  # no /proc (not Linux): kill(0) said it exists
-
-
-def exit_with(pid: int, *, every: float = WATCH_SECONDS) -> threading.Thread:
-    """A daemon thread that ends this process (``os._exit``) once process ``pid`` is gone: it
-    died, or this process was handed to another parent. Call it in a worker with the pid of
-    the process that started the run."""
-
-    def watch() -> None:
-        direct = os.getppid() == pid
-        # A child of ``pid`` watches its parent id (a dead parent's pid may be reused by then;
-        # the new parent is init or a subreaper); a grandchild watches the pid itself.
-        while os.getppid() == pid if direct else process_alive(pid):
-            time.sleep(every)
-        os._exit(70)  # EX_SOFTWARE: the run it worked for is gone, nothing to hand back
-
-    thread = threading.Thread(target=watch, name="autogp-exit-with-parent", daemon=True)
-    thread.start()
-    return thread
-
-
-__all__ = ["WATCH_SECONDS", "exit_with", "main_module_hidden", "process_alive"]
+__all__ = ["main_module_hidden"]
