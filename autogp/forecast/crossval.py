@@ -284,7 +284,7 @@ def cross_validation(
                      {w.name: (w.horizon, known[w.unique_id]) for w in windows}) if refit else None
     result = fit_panel(config, [w.train for w in fitted], panel=panel, backend=backend,
                        scheduler=scheduler, client=client, resume=resume, progress=progress,
-                       after=after)
+                       after=after, unit="windows" if refit else "series")
     if result.errors and not panel:
         name, message = next(iter(result.errors.items()))
         raise DataError(f"{name}: {message}")

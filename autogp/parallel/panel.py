@@ -24,7 +24,7 @@ from autogp.data import TimeSeries
 from autogp.inference import exported
 from autogp.inference.posterior import Posterior
 from autogp.parallel.local import run_local
-from autogp.parallel.progress import CompilePhase, progress_bar
+from autogp.parallel.progress import CompilePhase, SeriesProgress, progress_bar
 from autogp.parallel.resume import ResumeStore
 from autogp.parallel.work import (
     AfterFit,
@@ -79,6 +79,7 @@ def fit_panel(
     progress: bool = False,
     notes: bool | None = None,
     after: AfterFit | None = None,
+    unit: str = "series",
 ) -> PanelFit:
     """Fit every series of ``all_series`` under ``config``.
 
@@ -91,12 +92,15 @@ def fit_panel(
         workers: processes (local) or LocalCluster workers (dask); default ``smc.workers``.
         resume: a folder for finished chunks (see :mod:`autogp.parallel.resume`).
         on_chunk: called with the ids of each finished (and saved) chunk.
-        progress: a progress bar on stderr.
+        progress: a progress bar on stderr: the series done, failed, the time spent and an
+            estimate of the time left (:class:`~autogp.parallel.progress.SeriesProgress`; a
+            plain line every few series where stderr is not a terminal).
         notes: show a first run's compilation as its own phase (:class:`CompilePhase`: in the
             bar, or as lines on stderr without one); default ``progress``.
         after: work done on each fit where it was made, right after it (a forecast: see
             :class:`~autogp.parallel.work.AfterFit`); the fits loaded from ``resume`` get it
             too, on the same workers. Results in :attr:`PanelFit.after`.
+        unit: what the progress display counts (``"windows"`` for cross-validation).
 
     In a panel a series that fails is recorded in ``errors`` and the others are fitted; a
     single series' error is raised. Ctrl-C stops the run after saving nothing half-done.
@@ -125,7 +129,7 @@ def fit_panel(
     started = time.perf_counter()
     with progress_bar(progress) as bar:
         phase = CompilePhase(bar, progress if notes is None else notes)
-        overall = (bar.add_task("series", total=len(all_series), completed=len(out.resumed))
+        overall = (SeriesProgress(bar, len(all_series), resumed=len(out.resumed), unit=unit)
                    if panel else None)
 
         def finish(results: list[Posterior | SeriesError]) -> None:
@@ -142,7 +146,7 @@ def fit_panel(
                 else:
                     out.errors[r.unique_id] = r.message
             if overall is not None:
-                bar.update(overall, advance=len(results))
+                overall.advance(len(results), failed=len(results) - len(fits))
             if on_chunk is not None:
                 on_chunk([r.unique_id for r in results])
 
