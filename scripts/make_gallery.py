@@ -87,7 +87,8 @@ def gallery_page(model: AutoGP, images: dict[str, str], seed: int, tiny: bool) -
 
 What autogp shows of one fit: the airline series (`examples/data/airline.csv`, monthly
 passengers 1949-1960), fitted with the defaults (seed {seed}) on all but the last {HOLDOUT}
-months. Made by `python scripts/make_gallery.py`; rerun it to regenerate this page.
+months. Made by `python scripts/make_gallery.py`; rerun it to regenerate this page. The
+figures of an experiment's report (`autogp run`) are in [experiment reports](reports.md).
 {note}
 ## Forecast
 

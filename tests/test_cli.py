@@ -199,7 +199,9 @@ metrics = ["smape", "mase", "coverage", "lpd"]
     out = tmp_path / "out"
     assert {p.name for p in out.iterdir()} == {"forecast.csv", "metrics.csv", "summary.json",
                                               "model.autogp", "forecast.png", "train.csv",
-                                              "structures.csv", "report.md"}  # fmt: skip
+                                              "structures.csv", "report.md", "scores.csv",
+                                              "metric_by_group.png",
+                                              "structure_families.png"}  # fmt: skip
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["comparison"]) == {"AutoGP"}
     assert summary["comparison"]["AutoGP"]["smape"] == pytest.approx(summary["metrics"]["smape"])

@@ -246,6 +246,7 @@ def test_cli_writes_the_frame_and_the_metrics(monkeypatch, panel, tmp_path):
     assert scores["step"].astype(str).tolist() == ["all", "1", "2", "3"]
     expected = cross_validation_metrics(api, panel)
     np.testing.assert_allclose(scores["mase"], expected["mase"], rtol=1e-9)
+    assert (tmp_path / "metrics_by_step.png").read_bytes()[:4] == b"\x89PNG"  # beside it
     result = CliRunner().invoke(app, ["cv", str(path), "--horizon", "9", "--windows", "3",
                                       "--id-col", "unique_id", "--no-refit"])
     assert result.exit_code == 2

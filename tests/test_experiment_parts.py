@@ -142,6 +142,25 @@ def test_reports_match_scores_computed_from_the_files(m3_all_run, sources):
     assert overall["m3_yearly"][-1] == "TiRex 2.7100" and overall["m3_other"][-1] == "-"
 
 
+def test_reports_link_their_figures(m3_all_run):
+    out, _ = m3_all_run
+    for part in PARTS:
+        report = (out / part / "report.md").read_text()
+        figures = ["metric_by_group.png", "structure_families.png"]
+        if part == "m3_monthly":  # no --baselines and no shipped file: said, not drawn
+            assert "the run has no baselines to compare with" in report
+            assert not (out / part / "lost_and_won.png").exists()
+        else:
+            figures.append("lost_and_won.png")
+        for name in figures:
+            assert re.search(rf"!\[[^]]+\]\({name}\)", report), (part, name)  # shown
+            assert (out / part / name).read_bytes()[:4] == b"\x89PNG"
+    overall = (out / "report.md").read_text()
+    for name in ("metric_by_group.png", "structure_families.png"):
+        assert f"]({name})" in overall and (out / name).read_bytes()[:4] == b"\x89PNG"
+    assert "lost_and_won" not in overall and "[m3_other](m3_other/report.md)" in overall
+
+
 def test_resume_loads_every_part_and_gives_the_same_outputs(m3_all_run):
     out, run = m3_all_run
     assert run["fits"] == LIMIT * len(PARTS) and run["refits"] == 0

@@ -183,3 +183,12 @@ group_value = "QS"
     fitted = set(pd.read_csv(tmp_path / "out" / "forecast.csv")["unique_id"])
     quarterly = {f"N{i}" for i in range(40) if i % 3 == 1}
     assert summary["series"] == 5 and len(fitted) == 5 and fitted <= quarterly
+    # The report's figures: AutoGP's scores and structure families; without baselines the
+    # figure of the series it lost and won most on is left out, and the report says why.
+    out, report = tmp_path / "out", (tmp_path / "out" / "report.md").read_text()
+    for name in ("metric_by_group.png", "structure_families.png"):
+        assert f"]({name})" in report and (out / name).read_bytes()[:4] == b"\x89PNG"
+    assert not (out / "lost_and_won.png").exists()
+    assert "No figure of the series AutoGP lost and won most: the run has no baselines" in report
+    scores = pd.read_csv(out / "scores.csv")
+    assert set(scores["unique_id"]) == fitted and set(scores["model"]) == {"AutoGP"}

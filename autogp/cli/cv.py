@@ -7,12 +7,15 @@
 Writes the cross-validation frame (``unique_id, ds, cutoff, y, AutoGP, AutoGP-lo-<L>,
 AutoGP-hi-<L>``; stdout without ``--output``) and, with ``--metrics``, MASE, sMAPE, scaled CRPS
 and coverage per model and per step of the horizon
-(:func:`autogp.experiments.cv_scores.cross_validation_metrics`).
+(:func:`autogp.experiments.cv_scores.cross_validation_metrics`), with a figure of them beside it
+(``<metrics stem>_by_step.png``: the mean MASE and scaled CRPS per step and model, with bootstrap
+intervals over the windows).
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -36,7 +39,7 @@ from autogp.cli.options import (
     TimeColOption,
     WorkersOption,
 )
-from autogp.config import parse_overrides
+from autogp.config import environment_settings, parse_overrides
 from autogp.pipeline.atomic import atomic_write
 
 
@@ -50,6 +53,22 @@ def write_csv(df: pd.DataFrame, path: Path | None) -> None:
 
 def note(text: str) -> None:
     Console(stderr=True, highlight=False, soft_wrap=True).print(text, markup=False)
+
+
+def write_cv_figure(metrics: Path, windows: pd.DataFrame, seed: int) -> Path | None:
+    """The scores per forecast step as a figure beside the metrics file
+    (:func:`autogp.experiments.figures.plot_cv_scores`); None, with a warning, when it cannot
+    be drawn (no window has a held-out value)."""
+    from autogp.experiments import figures  # matplotlib
+    from autogp.plots import save_figure
+
+    path = figures.cv_figure_path(metrics)
+    try:
+        fig = figures.plot_cv_scores(windows, seed=seed)
+    except ValueError as exc:
+        warnings.warn(f"no figure of the scores: {exc}", stacklevel=2)
+        return None
+    return save_figure(fig, path)
 
 
 def cv(
@@ -74,7 +93,8 @@ def cv(
                                   show_default="stdout")
     ] = None,
     metrics: Annotated[
-        Path | None, typer.Option(help="Write the scores per model and step to this CSV.",
+        Path | None, typer.Option(help="Write the scores per model and step to this CSV, and a "
+                                  "figure of them beside it (<stem>_by_step.png).",
                                   show_default="none")
     ] = None,
     particles: ParticlesOption = None,
@@ -94,11 +114,14 @@ def cv(
     """Cross-validate: rolling-origin forecasts in statsforecast's layout, and their scores.
 
     Registered on the ``autogp`` app by :mod:`autogp.cli.main` (with its error handling)."""
-    from autogp.experiments.cv_scores import cross_validation_metrics
+    from autogp.experiments.cv_scores import (
+        cross_validation_window_scores,
+        window_scores_summary,
+    )
     from autogp.forecast.model import AutoGP
     from autogp.forecast.reading import read_panel
 
-    overrides = parse_overrides(set_ or [])
+    overrides = {**environment_settings(), **parse_overrides(set_ or [])}
     for key, value in (("smc.workers", workers), ("smc.backend", backend),
                        ("smc.scheduler", scheduler)):
         if value is not None:
@@ -117,13 +140,16 @@ def cv(
         cutoffs = frame[["unique_id", "cutoff"]].drop_duplicates()
         note(f"cross-validated {frame['unique_id'].nunique()} series, {len(cutoffs)} "
                    f"windows in {time.perf_counter() - started:.1f} s")
+    figure = None
     if metrics is not None:
         series, _ = read_panel(data, model.config, time_col, target_col, id_col)
         train = pd.concat([s.to_frame()[["unique_id", "ds", "y"]] for s in series])
-        write_csv(cross_validation_metrics(frame, train), metrics)
+        windows = cross_validation_window_scores(frame, train)
+        write_csv(window_scores_summary(windows), metrics)
+        figure = write_cv_figure(metrics, windows, model.config.seed)
     write_csv(frame, output)
     if not quiet:
-        written = [str(p) for p in (output, metrics) if p is not None]
+        written = [str(p) for p in (output, metrics, figure) if p is not None]
         if written:
             note("wrote " + ", ".join(written))
 

@@ -13,6 +13,8 @@ the repository's ``lab/``, outside the package.)
 * :mod:`~autogp.experiments.report`: the files and tables an experiment leaves behind.
 * :mod:`~autogp.experiments.markdown`: ``report.md``, an experiment's scores beside the
   baselines' and the published ones.
+* :mod:`~autogp.experiments.figures`: the report's figures (scores by group with bootstrap
+  intervals, the series AutoGP did worst and best on, structure families), from its tables.
 * :mod:`~autogp.experiments.published`: published results quoted in a report.
 * :mod:`~autogp.experiments.parts`: an experiment made of parts (``experiment.parts``: all of M3).
 """

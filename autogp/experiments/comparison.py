@@ -83,6 +83,31 @@ def baselines_from_file(
     return _align_steps(fc, truth)
 
 
+def model_scores(
+    scored: pd.DataFrame,
+    baseline_fc: pd.DataFrame | None,
+    train_frame: pd.DataFrame,
+    levels: Sequence[float],
+    seasons: Mapping[object, int],
+) -> pd.DataFrame:
+    """The scores of AutoGP's held-out forecasts ``scored`` and, when given, of the baselines,
+    one row a series and model (:func:`~autogp.experiments.scoring.score_forecasts`)."""
+    frame = scored
+    models = [MODEL_NAME]
+    if baseline_fc is not None:
+        frame = scored.merge(baseline_fc.drop(columns=["y"]), on=["unique_id", "ds"], how="left",
+                             suffixes=("", "_baseline"))
+        models += point_columns(baseline_fc.columns)
+    return score_forecasts(frame, train_frame, models, levels, seasons)
+
+
+def comparison_table(scores: pd.DataFrame, levels: Sequence[float]
+                     ) -> dict[str, dict[str, float]]:
+    """Per-model means of :func:`model_scores` (the ``comparison`` of ``summary.json``)."""
+    table = summary_table(scores, levels)
+    return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}
+
+
 def compare_models(
     scored: pd.DataFrame,
     baseline_fc: pd.DataFrame | None,
@@ -92,15 +117,9 @@ def compare_models(
 ) -> dict[str, dict[str, float]]:
     """Per-model means of the scores (:func:`~autogp.experiments.scoring.summary_table`) of
     AutoGP's held-out forecasts ``scored`` and, when given, of the baselines."""
-    frame = scored
-    models = [MODEL_NAME]
-    if baseline_fc is not None:
-        frame = scored.merge(baseline_fc.drop(columns=["y"]), on=["unique_id", "ds"], how="left",
-                             suffixes=("", "_baseline"))
-        models += point_columns(baseline_fc.columns)
-    scores = score_forecasts(frame, train_frame, models, levels, seasons)
-    table = summary_table(scores, levels)
-    return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}
+    return comparison_table(model_scores(scored, baseline_fc, train_frame, levels, seasons),
+                            levels)
 
 
-__all__ = ["baselines_from_file", "baselines_on_split", "compare_models"]
+__all__ = ["baselines_from_file", "baselines_on_split", "compare_models", "comparison_table",
+           "model_scores"]

@@ -84,12 +84,31 @@ def experiment_report(summary: dict[str, Any]) -> str:
         lines += _table(["model", "metric", "value", "source"],
                         [[r["model"], r["metric"], r["value"], r["source"]] for r in published])
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + figures_section(summary))
 
 
-def parts_report(name: str, summaries: Sequence[dict[str, Any]]) -> str:
+def figures_section(summary: dict[str, Any], prefix: str = "") -> list[str]:
+    """The lines of a report's ``## Figures``: each figure of ``summary["figures"]`` (its
+    file relative to the report, under ``prefix``) with its caption, then why any figure was
+    left out (``summary["figure_notes"]``); nothing when the summary has neither."""
+    figures, notes = summary.get("figures", []), summary.get("figure_notes", [])
+    if not figures and not notes:
+        return []
+    lines = ["## Figures", ""]
+    for f in figures:
+        caption = f["caption"][:1].upper() + f["caption"][1:]
+        lines += [f"{caption}: [`{f['file']}`]({prefix}{f['file']})", "",
+                  f"![{f['caption']}]({prefix}{f['file']})", ""]
+    lines += [*(f"{note}" for note in notes), ""] if notes else []
+    return lines
+
+
+def parts_report(name: str, summaries: Sequence[dict[str, Any]],
+                 figures: dict[str, Any] | None = None) -> str:
     """The overall report of an experiment made of parts: one row a part, with AutoGP's scores,
-    the best baseline and the best published result by MASE."""
+    the best baseline and the best published result by MASE; then the ``figures`` of all the
+    parts (``{"figures": [...], "figure_notes": [...]}``, as in :func:`figures_section`) and a
+    link to each part's report."""
     header = ["experiment", "series", "horizon", "season",
               *(f"AutoGP {title}" for _, title in REPORT_COLUMNS),
               "best baseline (MASE)", "best published (MASE)"]
@@ -106,8 +125,13 @@ def parts_report(name: str, summaries: Sequence[dict[str, Any]]) -> str:
     lines = [f"# {name}", "",
              "Per-series means on each part's test split; published results are quoted from "
              "their sources, not run here (see each part's report.md).", ""]
-    return "\n".join(lines + _table(header, rows) + [""])
+    lines += _table(header, rows) + [""]
+    if figures:
+        links = ", ".join(f"[{s['experiment']}]({s['experiment']}/report.md)" for s in summaries)
+        lines += figures_section(figures)
+        lines += [f"Each part's report, with its own figures: {links}.", ""]
+    return "\n".join(lines)
 
 
 __all__ = ["REPORT_COLUMNS", "best_baseline", "best_published", "experiment_report",
-           "parts_report"]
+           "figures_section", "parts_report"]

@@ -10,8 +10,9 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 from rich.console import Console
 
 from autogp.config import Config, ConfigError, load_config
@@ -19,6 +20,9 @@ from autogp.experiments.markdown import parts_report
 from autogp.experiments.report import machine_description
 from autogp.experiments.runner import find_file, run_single_experiment
 from autogp.pipeline.atomic import atomic_write_text
+
+if TYPE_CHECKING:
+    from autogp.experiments.figures import Figures
 
 # The sections a config of parts leaves to its parts (it sets only output.dir and experiment).
 UNUSED_SECTIONS = ("data", "grammar", "priors", "smc", "refine", "forecast")
@@ -87,14 +91,35 @@ def run_parts(
         "parts": {part_name: {"dir": str(root / part_name), **s}
                   for (part_name, _), s in zip(parts, summaries, strict=True)},
     }
-    report = parts_report(name, summaries)
     root.mkdir(parents=True, exist_ok=True)
+    figures = parts_figures(root, [part_name for part_name, _ in parts], config.seed)
+    summary.update(figures.as_dict())
+    report = parts_report(name, summaries, figures.as_dict())
     atomic_write_text(root / "summary.json", json.dumps(summary, indent=2) + "\n")
     atomic_write_text(root / "report.md", report)
     out.print(report, markup=False, soft_wrap=True)
     if not quiet:
-        err.print(f"wrote {root / 'summary.json'}, {root / 'report.md'}", markup=False)
+        written = [root / "summary.json", root / "report.md", *(root / f for f, _ in
+                                                                 figures.written)]
+        err.print("wrote " + ", ".join(str(p) for p in written), markup=False)
     return summary
+
+
+def parts_figures(root: Path, names: list[str], seed: int) -> Figures:
+    """The figures of all the parts together, one group a part, written into ``root``: the
+    scores per part and model, and the structure families (from each part's ``scores.csv``
+    and ``structures.csv``; :mod:`~autogp.experiments.figures`)."""
+    from autogp.experiments.figures import GROUP_COL, write_experiment_figures  # matplotlib
+
+    def read(file: str) -> pd.DataFrame | None:
+        frames = [pd.read_csv(root / n / file, dtype={"unique_id": str}).assign(
+                      **{GROUP_COL: n}) for n in names if (root / n / file).is_file()]
+        return pd.concat(frames, ignore_index=True) if frames else None
+
+    return write_experiment_figures(root, scores=read("scores.csv"),
+                                    structures=read("structures.csv"),
+                                    group_label="part of the experiment", seed=seed,
+                                    series_figure=False)
 
 
 

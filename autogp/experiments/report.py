@@ -6,7 +6,7 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from rich.console import Console
@@ -16,6 +16,9 @@ from autogp.config import Config
 from autogp.experiments.markdown import experiment_report
 from autogp.forecast.model import AutoGP
 from autogp.pipeline.atomic import atomic_write, atomic_write_text
+
+if TYPE_CHECKING:
+    from autogp.experiments.figures import Figures
 
 
 def machine_description() -> str:
@@ -35,11 +38,14 @@ def write_outputs(
     train: pd.DataFrame | None = None,
     baselines: pd.DataFrame | None = None,
     errors: dict[str, str] | None = None,
+    scores: pd.DataFrame | None = None,
 ) -> None:
     """Write the experiment's files into ``output.dir``: ``errors.csv`` (series not fitted),
     ``train.csv``, ``baselines.csv``, ``structures.csv``, the forecast, ``metrics.csv`` (one row
-    a scored series), ``summary.json``, ``report.md`` (the scores beside the baselines' and the
-    published ones), and the model file and plot when the config names them."""
+    a scored series), ``scores.csv`` (one row a series and model: ``scores``), the figures
+    (:func:`~autogp.experiments.figures.write_experiment_figures`), ``summary.json``,
+    ``report.md`` (the scores beside the baselines' and the published ones, and the figures),
+    and the model file and plot when the config names them."""
     o = config.output
     directory = Path(o.dir)
     written = []
@@ -68,6 +74,15 @@ def write_outputs(
         p = directory / "metrics.csv"
         atomic_write(p, lambda fh: metrics.to_csv(fh, index=False))
         written.append(p)
+    if scores is not None and len(scores):
+        p = directory / "scores.csv"
+        atomic_write(p, lambda fh: scores.to_csv(fh, index=False))
+        written.append(p)
+    figures = experiment_figures(directory, summary["experiment"], config.seed, scores=scores,
+                                 structures=structures, train=train, forecast=forecast,
+                                 baselines=baselines)
+    summary.update(figures.as_dict())
+    written += [directory / name for name, _ in figures.written]
     p = directory / "summary.json"
     atomic_write_text(p, json.dumps(summary, indent=2) + "\n")
     written.append(p)
@@ -86,6 +101,20 @@ def write_outputs(
         written.append(p)
     if not quiet:
         err.print("wrote " + ", ".join(str(p) for p in written), markup=False)
+
+
+def experiment_figures(
+    directory: Path, name: str, seed: int, *, scores: pd.DataFrame | None,
+    structures: pd.DataFrame, **tables: pd.DataFrame | None,
+) -> Figures:
+    """The figures of one experiment (its series one group, called ``name``), written into
+    ``directory``: :func:`~autogp.experiments.figures.write_experiment_figures`."""
+    from autogp.experiments.figures import GROUP_COL, write_experiment_figures  # matplotlib
+
+    return write_experiment_figures(
+        directory, scores=None if scores is None else scores.assign(**{GROUP_COL: name}),
+        structures=structures.assign(**{GROUP_COL: name}), group_label="experiment",
+        seed=seed, **tables)
 
 
 def print_summary(out: Console, summary: dict[str, Any]) -> None:
@@ -113,4 +142,4 @@ def print_summary(out: Console, summary: dict[str, Any]) -> None:
         out.print(side)
 
 
-__all__ = ["machine_description", "print_summary", "write_outputs"]
+__all__ = ["experiment_figures", "machine_description", "print_summary", "write_outputs"]

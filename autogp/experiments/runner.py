@@ -36,7 +36,12 @@ from autogp.config import Config, ConfigError, load_config
 from autogp.data import DataError, TimeSeries, from_frame, read_csv
 from autogp.data.header import read_frame
 from autogp.data.seasons import with_frequency
-from autogp.experiments.comparison import baselines_from_file, baselines_on_split, compare_models
+from autogp.experiments.comparison import (
+    baselines_from_file,
+    baselines_on_split,
+    comparison_table,
+    model_scores,
+)
 from autogp.experiments.published import read_reference
 from autogp.experiments.report import machine_description, print_summary, write_outputs
 from autogp.experiments.sampling import read_strata, sample_ids, stratified_sample
@@ -309,7 +314,7 @@ def run_single_experiment(
         [pd.DataFrame({"unique_id": t.unique_id, "ds": t.ds, "y": t.y}) for t, _ in pairs],
         ignore_index=True,
     )
-    baseline_fc = None
+    baseline_fc = scores = None
     if rows:
         scored = forecast.dropna(subset=["y"]) if "y" in forecast else forecast
         seasons = {t.unique_id: seasonality(t.axis) for t, _ in pairs}
@@ -325,12 +330,13 @@ def run_single_experiment(
                                                                           levels, seasons)
             summary["baseline_source"] = (
                 "statsforecast fitted on the same split, each series with its own season")
-        summary["comparison"] = compare_models(scored, baseline_fc, train_frame, levels, seasons)
+        scores = model_scores(scored, baseline_fc, train_frame, levels, seasons)
+        summary["comparison"] = comparison_table(scores, levels)
     if config.experiment.reference is not None:
         summary["published"] = read_reference(
             find_file(config.experiment.reference, config_path), name)
     write_outputs(config, model, forecast, metrics, summary, quiet, err,
-                  train=train_frame, baselines=baseline_fc, errors=errors)
+                  train=train_frame, baselines=baseline_fc, errors=errors, scores=scores)
     print_summary(out, summary)
     return summary
 
