@@ -108,18 +108,4 @@ def comparison_table(scores: pd.DataFrame, levels: Sequence[float]
     return {str(m): {k: float(v) for k, v in row.items()} for m, row in table.iterrows()}
 
 
-def compare_models(
-    scored: pd.DataFrame,
-    baseline_fc: pd.DataFrame | None,
-    train_frame: pd.DataFrame,
-    levels: Sequence[float],
-    seasons: Mapping[object, int],
-) -> dict[str, dict[str, float]]:
-    """Per-model means of the scores (:func:`~autogp.experiments.scoring.summary_table`) of
-    AutoGP's held-out forecasts ``scored`` and, when given, of the baselines."""
-    return comparison_table(model_scores(scored, baseline_fc, train_frame, levels, seasons),
-                            levels)
-
-
-__all__ = ["baselines_from_file", "baselines_on_split", "compare_models", "comparison_table",
-           "model_scores"]
+__all__ = ["baselines_from_file", "baselines_on_split", "comparison_table", "model_scores"]
