@@ -13,11 +13,11 @@ configuration (100 synthetic points, 8 particles, 20 rounds, 10 moves per round)
 
 ``--cold-start`` compares designs of a first run (:data:`DESIGNS`: the current setup, XLA:CPU
 options trading run time for compile time, the persistent cache keeping small programs too, the
-fit's programs compiled one at a time) on the README's airline command and on a 300-point daily
-series: each ``autogp fit`` in a fresh process, from an empty compilation cache and then from
-the cache it filled, with wall seconds, the fit's compile seconds (its summary line), peak
-resident memory (the child's rusage), ratios against the first design, and whether every
-forecast CSV is byte-identical to the first design's.
+fit's programs compiled one at a time, each round as one program) on the README's airline command
+and on a 300-point daily series: each ``autogp fit`` in a fresh process, from an empty compilation
+cache and then from the cache it filled, with wall seconds, the fit's compile seconds (its summary
+line), peak resident memory (the child's rusage), ratios against the first design, and whether
+every forecast CSV is byte-identical to the first design's.
 
 ``--tiny`` is a smoke test: toy configurations (2 particles, 1 round, 1 move, depth 1) on 30
 airline points with 6 held out and 30 tutorial points; the in-process fits fill a temporary
@@ -244,6 +244,9 @@ DESIGNS: dict[str, dict[str, str]] = {
     # autogp's programs with XLA's default multi-threaded products (autogp._xla) instead of
     # the single-threaded ones that give a panel worker's bits.
     "e_multi_thread_eigen": {"AUTOGP_MULTI_THREAD_EIGEN": "1"},
+    # Each round as one program, the structure moves compiled once per round size, instead of
+    # the steps split by what depends on the data size (autogp.inference.round_steps).
+    "f_fused_rounds": {"AUTOGP_SPLIT_ROUNDS": "0"},
 }
 TINY_CLI = ["--particles", "2", "--set", "smc.num_rounds=1", "--set", "smc.structure_moves=1",
             "--set", "grammar.max_depth=1", "--set", "refine.steps=2"]

@@ -81,10 +81,13 @@ def test_bench_runs_end_to_end_on_the_tiny_panel(tmp_path):
         parent["fit_seconds"] + parent["forecast_here_seconds"], abs=0.011)
     assert parent["fit_and_forecast_seconds"] <= parent["wall_seconds"]
     # one worker's profile: every series runs each of its rounds (2 in the tiny settings)
-    # through the round program once, and the three parts add up to the fit's time
+    # through the reweighting and the optimiser once and its one move's proposal, and the
+    # three parts add up to the fit's time
     phases = result["worker_phases"]
     assert phases["series"] == 4
-    assert phases["program_calls"]["smc_round"] == 4 * 2
+    calls = phases["program_calls"]
+    assert calls["round_resample"] == calls["round_refine"] == calls["round_propose"] == 4 * 2
+    assert calls["round_score"] == 4 * 2 * 2  # the reweighting's and the proposal's
     assert phases["program_calls"]["init_proposal"] == 4
     parts = (phases["compiling_seconds"] + sum(phases["programs_seconds"].values())
              + phases["rest_of_fit_seconds"])

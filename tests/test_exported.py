@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from autogp.config import engine_settings, load_config
-from autogp.inference import exported, rounds
+from autogp.inference import exported, round_steps, rounds
 from tests.helpers import small_smc_problem
 
 #: The rounds' point counts: the first two fit the 32-column prefix of the padded 64 points,
@@ -59,9 +59,13 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
     # jitted, loaded). One program per round size is checked on two sizes below.
     problem = _problem(counts=((34, 20), (40, 27)))
     on_disk_state, on_disk_history = _run(problem)
-    files = sorted(p.name for p in on_disk.glob("smc_round-*.bin"))
-    assert rounds.compilation_counts()["round"] >= len(files) == exported.programs("smc_round")
-    assert len(files) == len({rounds.round_size(int(c.max()), 64) for c in problem[4]}) == 1
+    files = sorted(p.name for p in on_disk.glob("round_*.bin"))
+    # A split round's five programs: likelihood and optimiser for the one size, reweighting,
+    # proposals and accept steps for every size.
+    assert sorted(f.split("-")[0] for f in files) == [
+        "round_accept", "round_propose", "round_refine", "round_resample", "round_score"]
+    assert rounds.compilation_counts()["round"] == exported.programs("round_refine") == 1
+    assert len({rounds.round_size(int(c.max()), 64) for c in problem[4]}) == 1
     with monkeypatch.context() as m:
         m.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
         jitted_state, jitted_history = _run(problem)
@@ -75,9 +79,11 @@ def test_rounds_through_exported_programs_equal_the_jitted_rounds(on_disk, monke
         raise AssertionError("the round was traced instead of loaded")
 
     monkeypatch.setattr(rounds, "smc_round", no_tracing)
+    for step in ("score", "reweight_resample", "propose", "accept", "refine"):
+        monkeypatch.setattr(round_steps, step, no_tracing)
     loaded_state, _ = _run(problem)
     _assert_same(loaded_state, jitted_state)
-    assert sorted(p.name for p in on_disk.glob("smc_round-*.bin")) == files
+    assert sorted(p.name for p in on_disk.glob("round_*.bin")) == files
 
 
 def test_in_memory_programs_without_a_cache_write_nothing(tmp_path, monkeypatch):
@@ -87,7 +93,7 @@ def test_in_memory_programs_without_a_cache_write_nothing(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     problem = _problem()  # two round sizes (32 and 64 columns), so two programs
     in_memory, _ = _run(problem)
-    assert exported.programs("smc_round") == 2
+    assert rounds.compilation_counts()["round"] == 2
     assert not any(tmp_path.rglob("*"))
     monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
     jitted, _ = _run(problem)
@@ -101,16 +107,16 @@ def test_jitted_rounds_are_counted_once_per_program(monkeypatch):
     monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
     problem = _problem()  # two round sizes
     _run(problem)
-    assert exported.programs("smc_round") == rounds.compilation_counts()["round"] == 2
+    assert exported.programs("round_refine") == rounds.compilation_counts()["round"] == 2
     _run(problem)
-    assert rounds.compilation_counts() == {"round": 2, "draws": 0}
+    assert rounds.compilation_counts() == {"round": 2, "moves": 1, "draws": 0}
 
 
 def test_a_corrupt_program_is_exported_afresh(on_disk, monkeypatch):
     problem = _problem(n=(20,), particles=2)
     problem = (*problem[:4], np.array([[8], [20]], dtype=np.int32))
     first, _ = _run(problem)
-    (path,) = on_disk.glob("smc_round-*.bin")
+    (path,) = on_disk.glob("round_propose-*.bin")
     path.write_bytes(b"not a program")
     _forget_programs(monkeypatch)
     again, _ = _run(problem)
@@ -220,7 +226,7 @@ def test_programs_compiled_in_threads_keep_a_thread_local_x64(monkeypatch):
         with x64():
             problem = _problem()
             in_threads, _ = _run(problem)
-            assert exported.programs("smc_round") == 2
+            assert rounds.compilation_counts()["round"] == 2
             monkeypatch.setenv("AUTOGP_EXPORTED_ROUNDS", "0")
             jitted, _ = _run(problem)
     finally:
@@ -250,7 +256,7 @@ def test_initial_particles_through_exported_programs_equal_the_jitted_ones(
 
 
 def test_a_fit_prepares_all_its_programs_before_it_starts(on_disk, monkeypatch):
-    """run_smc_panel compiles the initial particles' program and every round size's program
+    """run_smc_panel compiles the initial particles' program and every round size's programs
     in one batch (side by side); nothing is exported or compiled after the fit has started."""
     from autogp.inference import smc
 
@@ -267,10 +273,12 @@ def test_a_fit_prepares_all_its_programs_before_it_starts(on_disk, monkeypatch):
     monkeypatch.setattr(exported, "prepare", recording)
     x = np.linspace(0, 1, 50)
     smc.run_smc(x, np.sin(9 * x), grammar, settings, key=jax.random.key(0))
-    assert batches[0] == ["init_proposal", "smc_round"]
+    assert batches[0] == ["init_proposal", "round_accept", "round_propose", "round_refine",
+                          "round_resample", "round_score"]
     assert all(not names for names in batches[1:])  # later calls find everything loaded
     sizes = set(rounds.round_sizes(settings, np.arange(1, 51)[:, None], 64))
-    assert exported.programs("smc_round") == len(list(on_disk.glob("smc_round-*.bin"))) == 2
+    assert exported.programs("round_refine") == len(list(on_disk.glob("round_refine-*.bin"))) == 2
+    assert exported.programs("round_propose") == 1
     assert len(sizes) == 2
 
 
@@ -312,5 +320,5 @@ def test_each_compiled_program_releases_free_memory(monkeypatch):
     monkeypatch.delenv("AUTOGP_EXPORTED_ROUNDS", raising=False)
     _forget_programs(monkeypatch)
     _run(_problem())
-    assert exported.programs("smc_round") == 2
+    assert rounds.compilation_counts()["round"] == 2
     assert len(exported._loaded) >= 2 and calls == [0] * len(exported._loaded)

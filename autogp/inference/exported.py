@@ -147,10 +147,27 @@ def _source_hash() -> str:
     return digest.hexdigest()
 
 
+#: Program keys already computed in this process: a split round calls its step programs a few
+#: dozen times, and the canonical text of the settings costs more than running a small step.
+_keys: dict[tuple, str] = {}
+
+
 def program_key(name: str, static: tuple, args: tuple) -> str:
     """The file name of ``name``'s program for these static arguments and argument avals."""
     leaves, treedef = jax.tree_util.tree_flatten(args)
-    avals = [(tuple(a.shape), str(a.dtype)) for a in leaves]
+    avals = tuple((tuple(a.shape), str(a.dtype)) for a in leaves)
+    memo = (name, static, treedef, avals, float64_platform(), jax.config.jax_enable_x64)
+    try:
+        return _keys[memo]
+    except KeyError:
+        pass
+    except TypeError:  # static arguments that cannot be hashed: computed every time
+        return _program_key(name, static, treedef, list(avals))
+    _keys[memo] = key = _program_key(name, static, treedef, list(avals))
+    return key
+
+
+def _program_key(name: str, static: tuple, treedef: Any, avals: list) -> str:
     digest = hashlib.sha256()
     for part in (name, jax.__version__, jaxlib.__version__, float64_platform(),
                  jax.config.jax_enable_x64, _source_hash(), str(treedef), repr(avals)):

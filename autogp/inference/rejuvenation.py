@@ -64,6 +64,7 @@ def rejuvenate(
     period_proposal: periods.PeriodProposal | None = None,
     steps: Array | None = None,
     probe_key: Array | None = None,
+    first_step: int = 0,
 ) -> Rejuvenated:
     """``settings.structure_moves`` structure moves, then ``optimizer_steps(settings)``
     optimiser steps, of a flat batch of particles; ``loglik(ops, params, noise) -> [P]``.
@@ -77,7 +78,9 @@ def rejuvenate(
     ``key`` is split into one key per move, as a scan of ``moves.structure_move`` over
     ``jax.random.split(key, moves)`` would use them. ``probe_key``: when given, step ``i``
     passes ``jax.random.fold_in(probe_key, i)`` to ``loglik`` as ``key`` (its gradient's
-    probes, see :func:`autogp.inference.rounds.likelihood_fn`); the values do not depend on it."""
+    probes, see :func:`autogp.inference.rounds.likelihood_fn`); the values do not depend on it.
+    ``first_step`` is added to ``i`` there: a call that runs only the optimiser's passes of a
+    rejuvenation whose moves ran elsewhere gives its passes the probes they had in the whole."""
     num_moves = settings.structure_moves
     num_steps = optimizer_steps(settings)
     P = particles.noise.shape[0]
@@ -115,7 +118,8 @@ def rejuvenate(
 
         log_posterior = log_posterior_fn(
             grammar, loglik, proposal.ops,
-            key=None if probe_key is None else jax.random.fold_in(probe_key, i))
+            key=None if probe_key is None else jax.random.fold_in(
+                probe_key, i if first_step == 0 else i + first_step))
         (lp, ll), pullback = jax.vjp(log_posterior, proposal.params, state.noise)
         if num_moves > 0:
             moved, accepted = moves.metropolis_hastings(state, proposal, ll, key=key_accept)

@@ -10,13 +10,14 @@ programs cannot take typed key arrays) and wrap them again inside.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autogp.inference import exported
+from autogp.inference import exported, moves, round_steps
 from autogp.inference import grammar as gr
 from autogp.inference.padding import (
     PAD_MULTIPLE,
@@ -64,6 +65,35 @@ def _draws_on_key_data(grammar, settings, draws, num_inducing, state, data, key_
                            key=jax.random.wrap_key_data(key_data), num_inducing=num_inducing)
 
 
+def _score_on(num_inducing, data, count, ops, params, noise):
+    P = ops.shape[0] // data.y.shape[0]
+    return round_steps.score(likelihood_fn(data, count, P, num_inducing), ops, params, noise)
+
+
+def _resample_on_key_data(settings, state, new_ll, key_data):
+    return round_steps.reweight_resample(settings, state, new_ll,
+                                         key=jax.random.wrap_key_data(key_data))
+
+
+def _propose_on_key_data(grammar, settings, particles, centers, log_weights, key_data):
+    proposal, key_accept = round_steps.propose(grammar, settings, particles, centers,
+                                               log_weights, key=jax.random.wrap_key_data(key_data))
+    return proposal, jax.random.key_data(key_accept)
+
+
+def _accept_on_key_data(particles, proposal, ll, key_data):
+    return round_steps.accept(particles, proposal, ll, key=jax.random.wrap_key_data(key_data))
+
+
+def _refine_on_key_data(grammar, settings, num_inducing, particles, data, count, key_data):
+    P = particles.noise.shape[0] // data.y.shape[0]
+    probes = 0 if num_inducing > 0 else gradient_probes(settings, data.y.shape[-1])
+    loglik = likelihood_fn(data, count, P, num_inducing, probes)
+    return round_steps.refine(
+        grammar, settings, particles, loglik, late_step_counts(settings, data, count, P),
+        probe_key=jax.random.wrap_key_data(key_data) if probes > 0 else None)
+
+
 def _key_data_shape():
     return exported.shapes(jax.random.key_data(jax.random.key(0)))
 
@@ -86,9 +116,108 @@ def _round_program(grammar: gr.Grammar, settings: SMCSettings, num_inducing: int
                             (state, data, count, key_data))
 
 
+def split_rounds(settings: SMCSettings) -> bool:
+    """Whether rounds run as steps split by what depends on the data size
+    (:mod:`autogp.inference.round_steps`): where the parameters are optimised; HMC rounds run
+    as one program, and so does every round where ``AUTOGP_SPLIT_ROUNDS=0`` (the benchmarks'
+    other design; the particles are the same)."""
+    return settings.refine.mode == "optimize" and os.environ.get("AUTOGP_SPLIT_ROUNDS") != "0"
+
+
+def _step_programs(grammar: gr.Grammar, settings: SMCSettings, num_inducing: int, state, data,
+                   count, key_data) -> dict[str, exported.Program]:
+    """The programs of a split round on ``data`` (already cut to the round's size)."""
+    settings = settings.for_programs()
+    flat = moves.ParticleState(*(_flat_shape(a) for a in (
+        state.ops, state.params, state.noise, state.log_likelihood)))
+    proposal = moves.Proposal(flat.ops, flat.params, flat.log_likelihood)
+    return {
+        "score": exported.Program("round_score", _score_on, (num_inducing,),
+                                  (data, count, flat.ops, flat.params, flat.noise)),
+        "resample": exported.Program("round_resample", _resample_on_key_data, (settings,),
+                                     (state, state.log_likelihood, key_data)),
+        "propose": exported.Program("round_propose", _propose_on_key_data, (grammar, settings),
+                                    (flat, data.period_centers, data.period_log_weights,
+                                     key_data)),
+        "accept": exported.Program("round_accept", _accept_on_key_data, (),
+                                   (flat, proposal, flat.log_likelihood, key_data)),
+        "refine": exported.Program("round_refine", _refine_on_key_data,
+                                   (grammar, settings, num_inducing),
+                                   (flat, data, count, key_data)),
+    }
+
+
+def _flat_shape(a):
+    """``[G, P, ...]`` as ``[G * P, ...]``, for arrays and shapes alike."""
+    shape = (a.shape[0] * a.shape[1],) + tuple(a.shape[2:])
+    if isinstance(a, jax.ShapeDtypeStruct):
+        return jax.ShapeDtypeStruct(shape, a.dtype)
+    return a.reshape(shape)
+
+
+def _call(program: exported.Program, out) -> object:
+    return exported.call(exported.directory(), program, jax.tree_util.tree_structure(out))
+
+
+def run_round_steps(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data,
+                    count: Array, *, key: Array, num_inducing: int = 0):
+    """One round as its steps (:mod:`autogp.inference.round_steps`): the particles of
+    :func:`run_round`, with the structure moves compiled once for every data size."""
+    G, P = state.noise.shape
+    shapes = exported.shapes((state, data, count, jax.random.key_data(key)))
+    programs = _step_programs(grammar, settings, num_inducing, *shapes)
+    k_resample, k_moves, k_refine = round_steps.round_keys(key)
+
+    def run(name, *args):
+        program = programs[name]._replace(args=args)
+        return _call(program, _OUTPUTS[name])
+
+    flat = [_flat_shape(a) for a in (state.ops, state.params, state.noise)]
+    new_ll = run("score", data, count, *flat).reshape(G, P)
+    state, ess, resampled = run("resample", state, new_ll, jax.random.key_data(k_resample))
+    rejuvenated = (np.ones(G, bool) if settings.rejuvenate == "always"
+                   else np.asarray(resampled))
+    diagnostics = {"ess": ess, "resampled": resampled, "acceptance": np.zeros(())}
+    if not rejuvenated.any():  # nothing would be kept
+        return state, diagnostics
+    before = moves.ParticleState(*(_flat_shape(a) for a in (
+        state.ops, state.params, state.noise, state.log_likelihood)))
+    particles = before
+    accepted = []
+    for k in round_steps.move_keys(settings, k_moves)[:settings.structure_moves]:
+        proposal, key_accept = run("propose", particles, data.period_centers,
+                                   data.period_log_weights, jax.random.key_data(k))
+        ll = run("score", data, count, proposal.ops, proposal.params, particles.noise)
+        particles, flags = run("accept", particles, proposal, ll, key_accept)
+        accepted.append(flags)
+    if settings.refine.steps > 0:
+        particles = run("refine", particles, data, count, jax.random.key_data(k_refine))
+    if accepted:
+        diagnostics["acceptance"] = jnp.mean(jnp.stack(accepted).astype(float))
+    if not rejuvenated.all():
+        particles = round_steps.kept(jnp.asarray(rejuvenated), particles, before)
+    state = state._replace(**{name: getattr(particles, name).reshape((G, P) + getattr(
+        particles, name).shape[1:]) for name in ("ops", "params", "noise", "log_likelihood")})
+    return state, diagnostics
+
+
+#: The structure of each step program's result (:func:`_call` needs it without tracing).
+_OUTPUTS = {
+    "score": 0,
+    "resample": (SMCState(*range(6)), 0, 0),
+    "propose": (moves.Proposal(0, 0, 0), 0),
+    "accept": (moves.ParticleState(0, 0, 0, 0), 0),
+    "refine": moves.ParticleState(0, 0, 0, 0),
+}
+
+
 def run_round(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data,
               count: Array, *, key: Array, num_inducing: int = 0):
-    """One compiled round (:func:`autogp.inference.smc_round.smc_round`)."""
+    """One compiled round (:func:`autogp.inference.smc_round.smc_round`), as its steps where
+    :func:`split_rounds`."""
+    if split_rounds(settings):
+        return run_round_steps(grammar, settings, state, data, count, key=key,
+                               num_inducing=num_inducing)
     program = _round_program(grammar, settings, num_inducing, state, data, count,
                              jax.random.key_data(key))
     out_treedef = jax.tree_util.tree_structure((state, _DIAGNOSTICS))
@@ -111,9 +240,22 @@ def prepare_programs(grammar: gr.Grammar, settings: SMCSettings, data: Data, cou
         proposal = settings.period_proposal > 0
         programs.append(_init_program(grammar, settings if proposal else None, G, num_particles,
                                       exported.shapes(data) if proposal else None, key_data))
-    for size in sorted(set(round_sizes(settings, counts, data.x.shape[1]))):
-        programs.append(_round_program(grammar, settings, num_inducing, state,
-                                       exported.shapes(data_prefix(data, size)), count, key_data))
+    sizes = sorted(set(round_sizes(settings, counts, data.x.shape[1])))
+    if split_rounds(settings):
+        # In the order the first round needs them (the proposals, the largest, second, so that
+        # they compile beside the others), then the later sizes' likelihood and optimiser.
+        steps = [_step_programs(grammar, settings, num_inducing, state,
+                                exported.shapes(data_prefix(data, size)), count, key_data)
+                 for size in sizes]
+        first = (["score", "propose", "resample", "accept"] if settings.structure_moves > 0
+                 else ["score", "resample"])
+        per_size = ["score", "refine"] if settings.refine.steps > 0 else ["score"]
+        programs += [steps[0][name] for name in first + per_size[1:]]
+        programs += [size_steps[name] for size_steps in steps[1:] for name in per_size]
+    else:
+        programs += [_round_program(grammar, settings, num_inducing, state,
+                                    exported.shapes(data_prefix(data, size)), count, key_data)
+                     for size in sizes]
     exported.prepare(exported.directory(), programs)
 
 
@@ -130,9 +272,12 @@ def run_draws(
 
 
 def compilation_counts() -> dict[str, int]:
-    """Programs compiled (or loaded) by this process for the round and the posterior draws, one
-    per distinct key: a fit that reuses the compiled round leaves the counts unchanged."""
-    return {"round": exported.programs("smc_round"), "draws": exported.programs("draws")}
+    """Programs compiled (or loaded) by this process, one per distinct key: ``round`` those that
+    depend on a round's data size (a whole round, or a split round's optimiser), ``moves`` the
+    split rounds' structure proposals (one for every size), ``draws`` the posterior draws. A
+    fit that reuses the compiled programs leaves the counts unchanged."""
+    return {"round": exported.programs("smc_round") + exported.programs("round_refine"),
+            "moves": exported.programs("round_propose"), "draws": exported.programs("draws")}
 
 
 def init_state(
@@ -213,6 +358,8 @@ __all__ = [
     "run_draws",
     "run_round",
     "run_rounds",
+    "run_round_steps",
     "smc_round",
+    "split_rounds",
     "state_shapes",
 ]

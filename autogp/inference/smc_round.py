@@ -27,7 +27,7 @@ from autogp.inference import (
     periods,
     refine,
     rejuvenation,
-    resampling,
+    round_steps,
     seasonal_start,
 )
 from autogp.inference.settings import RefineSettings, SMCSettings
@@ -129,16 +129,7 @@ def gradient_probes(settings: SMCSettings, columns: int) -> int:
 
 
 def _period_proposal(settings: SMCSettings, data: Data, P: int):
-    if settings.period_proposal <= 0:
-        return None
-    return periods.for_particles(
-        data.period_centers, data.period_log_weights, P,
-        mix=settings.period_proposal, scale=settings.period_spread,
-    )
-
-
-def _ess(log_weights):
-    return jnp.exp(-jax.nn.logsumexp(2.0 * log_weights, axis=-1))
+    return round_steps.period_proposal(settings, data.period_centers, data.period_log_weights, P)
 
 
 def smc_round(
@@ -161,36 +152,10 @@ def smc_round(
     num_probes = 0 if num_inducing > 0 else gradient_probes(settings, data.y.shape[-1])
     loglik = likelihood_fn(data, count, P, num_inducing, num_probes)
 
-    # Reweight by the incremental likelihood.
+    # Reweight by the incremental likelihood, resample where the effective sample size is low.
     new_ll = _unflat(loglik(_flat(state.ops), _flat(state.params), _flat(state.noise)), G)
-    increment = jnp.where(jnp.isfinite(new_ll), new_ll - state.log_likelihood, -jnp.inf)
-    unnormalised = state.log_weights + increment
-    log_norm = jax.nn.logsumexp(unnormalised, axis=1)
-    log_evidence = state.log_evidence + log_norm
-    log_weights = unnormalised - log_norm[:, None]
-    all_failed = ~jnp.isfinite(log_norm)
-    log_weights = jnp.where(all_failed[:, None], -jnp.log(P), log_weights)
-    state = state._replace(
-        log_likelihood=new_ll, log_weights=log_weights, log_evidence=log_evidence
-    )
-
-    # Resample where the effective sample size is low.
-    k_resample, k_moves, k_refine = jax.random.split(key, 3)
-    ess = _ess(state.log_weights)
-    resample = ess < settings.ess_threshold * P
-    idx = jax.vmap(lambda lw, k: resampling.resample(settings.resampling, lw, key=k))(
-        state.log_weights, jax.random.split(k_resample, G)
-    )
-    idx = jnp.where(resample[:, None], idx, jnp.arange(P)[None, :])
-    gather = jax.vmap(lambda a, i: a[i])
-    state = SMCState(
-        ops=gather(state.ops, idx),
-        params=gather(state.params, idx),
-        noise=gather(state.noise, idx),
-        log_likelihood=gather(state.log_likelihood, idx),
-        log_weights=jnp.where(resample[:, None], -jnp.log(P), state.log_weights),
-        log_evidence=state.log_evidence,
-    )
+    k_resample, k_moves, k_refine = round_steps.round_keys(key)
+    state, ess, resample = round_steps.reweight_resample(settings, state, new_ll, key=k_resample)
 
     # Rejuvenate: structure moves (exact MH), then refine the hyperparameters.
     rejuvenate = jnp.ones((G,), bool) if settings.rejuvenate == "always" else resample
