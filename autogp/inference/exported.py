@@ -308,6 +308,23 @@ def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
     return jax.tree_util.tree_unflatten(out_treedef, _compiled(key)(*leaves))
 
 
+def bind(where: Path | None, program: Program, out_treedef: Any) -> Callable[..., Any]:
+    """``program`` as a function of new arguments of the same shapes: ``bind(...)(*args)`` is
+    ``call`` of the program with ``args``, without computing its key again (a loop that calls
+    a few small programs many times pays for the key once)."""
+    if not enabled():
+        return lambda *args: call_jitted(program._replace(args=args), out_treedef)
+    key = program_key(program.name, program.static, program.args)
+    if key not in _loaded:
+        prepare(where, [program])
+
+    def run(*args):
+        leaves = jax.tree_util.tree_leaves(args)
+        return jax.tree_util.tree_unflatten(out_treedef, _compiled(key)(*leaves))
+
+    return run
+
+
 def _compiled(key: str) -> Callable:
     """The compiled program ``key``, waiting for its compilation if it is still running (a
     failed compilation is forgotten, so the next call tries again, and its error raised)."""
@@ -424,6 +441,6 @@ def _write_atomically(path: Path, exported: Any) -> None:
         pass  # read-only cache or no flatbuffers: this process still uses the exported program
 
 
-__all__ = ["Compiling", "Program", "cache_is_cold", "call", "call_jitted", "compile_seconds",
-           "directory", "enabled", "forget", "on_compiling", "prepare", "program_key",
-           "programs", "release_free_memory", "shapes", "static_digest"]
+__all__ = ["Compiling", "Program", "bind", "cache_is_cold", "call", "call_jitted",
+           "compile_seconds", "directory", "enabled", "forget", "on_compiling", "prepare",
+           "program_key", "programs", "release_free_memory", "shapes", "static_digest"]

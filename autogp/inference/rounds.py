@@ -155,10 +155,6 @@ def _flat_shape(a):
     return a.reshape(shape)
 
 
-def _call(program: exported.Program, out) -> object:
-    return exported.call(exported.directory(), program, jax.tree_util.tree_structure(out))
-
-
 def run_round_steps(grammar: gr.Grammar, settings: SMCSettings, state: SMCState, data: Data,
                     count: Array, *, key: Array, num_inducing: int = 0):
     """One round as its steps (:mod:`autogp.inference.round_steps`): the particles of
@@ -168,9 +164,14 @@ def run_round_steps(grammar: gr.Grammar, settings: SMCSettings, state: SMCState,
     programs = _step_programs(grammar, settings, num_inducing, *shapes)
     k_resample, k_moves, k_refine = round_steps.round_keys(key)
 
+    where = exported.directory()
+    bound = {}
+
     def run(name, *args):
-        program = programs[name]._replace(args=args)
-        return _call(program, _OUTPUTS[name])
+        if name not in bound:
+            bound[name] = exported.bind(where, programs[name],
+                                        jax.tree_util.tree_structure(_OUTPUTS[name]))
+        return bound[name](*args)
 
     flat = [_flat_shape(a) for a in (state.ops, state.params, state.noise)]
     new_ll = run("score", data, count, *flat).reshape(G, P)
