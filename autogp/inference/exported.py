@@ -300,12 +300,7 @@ def call(where: Path | None, program: Program, out_treedef: Any) -> Any:
         # Under a transformation (jit, vmap, eval_shape): a compiled program cannot be traced
         # through, so trace the function itself.
         return program.fn(*program.static, *program.args)
-    if not enabled():
-        return call_jitted(program, out_treedef)
-    key = program_key(program.name, program.static, program.args)
-    if key not in _loaded:
-        prepare(where, [program])
-    return jax.tree_util.tree_unflatten(out_treedef, _compiled(key)(*leaves))
+    return bind(where, program, out_treedef)(*program.args)
 
 
 def bind(where: Path | None, program: Program, out_treedef: Any) -> Callable[..., Any]:

@@ -48,6 +48,11 @@ def log_posterior_fn(grammar: gr.Grammar, loglik, ops: Array, *, key: Array | No
     return fn
 
 
+def move_keys(settings: SMCSettings, key: Array) -> Array:
+    """One key per structure move (at least one)."""
+    return jax.random.split(key, max(settings.structure_moves, 1))
+
+
 def optimizer_steps(settings: SMCSettings) -> int:
     """Optimiser steps of the rejuvenation (0 unless ``refine.mode`` is ``"optimize"``)."""
     r = settings.refine
@@ -93,18 +98,18 @@ def rejuvenate(
     optimizer = refine.make_optimizer(r.optimizer, r.learning_rate)
     steps_now = (num_steps if steps is None
                  else jnp.broadcast_to(jnp.minimum(steps, num_steps), (P,)))
-    move_keys = jax.random.split(key, max(num_moves, 1))
+    keys = move_keys(settings, key)
 
     def proposal_of(state: moves.ParticleState, i):
         return moves.propose_structure_move(
-            grammar, state, key=move_keys[jnp.minimum(i, num_moves - 1)],
+            grammar, state, key=keys[jnp.minimum(i, num_moves - 1)],
             replace_prob=settings.replace_prob, pick=settings.pick,
             period_proposal=period_proposal,
         )
 
     def unchanged(state: moves.ParticleState, i):
         return (moves.Proposal(state.ops, state.params, jnp.zeros_like(state.log_likelihood)),
-                move_keys[0])
+                keys[0])
 
     def step(carry, i):
         state, opt_state, start = carry
@@ -211,4 +216,4 @@ def rejuvenate(
     return Rejuvenated(state, accepted[:num_moves])
 
 
-__all__ = ["Rejuvenated", "log_posterior_fn", "optimizer_steps", "rejuvenate"]
+__all__ = ["Rejuvenated", "log_posterior_fn", "move_keys", "optimizer_steps", "rejuvenate"]

@@ -81,12 +81,6 @@ def round_keys(key: Array) -> tuple[Array, Array, Array]:
     return k_resample, k_moves, k_refine
 
 
-def move_keys(settings: SMCSettings, k_moves: Array) -> Array:
-    """One key per structure move, as :func:`autogp.inference.rejuvenation.rejuvenate` splits
-    them."""
-    return jax.random.split(k_moves, max(settings.structure_moves, 1))
-
-
 def period_proposal(settings: SMCSettings, centers: Array, log_weights: Array, P: int):
     """The period proposal's per-particle arrays from the series' periodogram peaks ``[G, K]``
     (None when ``period_proposal`` is off)."""
@@ -137,6 +131,6 @@ def kept(rejuvenated: Array, new, old):
         lambda a, b: jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), new, old)
 
 
-__all__ = ["accept", "effective_sample_size", "kept", "move_keys", "period_proposal",
+__all__ = ["accept", "effective_sample_size", "kept", "period_proposal",
            "propose", "refine", "resample", "reweight", "reweight_resample", "round_keys",
            "score"]

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autogp.inference import exported, moves, round_steps
+from autogp.inference import exported, moves, rejuvenation, round_steps
 from autogp.inference import grammar as gr
 from autogp.inference.padding import (
     PAD_MULTIPLE,
@@ -185,7 +185,7 @@ def run_round_steps(grammar: gr.Grammar, settings: SMCSettings, state: SMCState,
         state.ops, state.params, state.noise, state.log_likelihood)))
     particles = before
     accepted = []
-    for k in round_steps.move_keys(settings, k_moves)[:settings.structure_moves]:
+    for k in rejuvenation.move_keys(settings, k_moves)[:settings.structure_moves]:
         proposal, key_accept = run("propose", particles, data.period_centers,
                                    data.period_log_weights, jax.random.key_data(k))
         ll = run("score", data, count, proposal.ops, proposal.params, particles.noise)
@@ -197,12 +197,11 @@ def run_round_steps(grammar: gr.Grammar, settings: SMCSettings, state: SMCState,
         diagnostics["acceptance"] = jnp.mean(jnp.stack(accepted).astype(float))
     if not rejuvenated.all():
         particles = round_steps.kept(jnp.asarray(rejuvenated), particles, before)
-    state = state._replace(**{name: getattr(particles, name).reshape((G, P) + getattr(
-        particles, name).shape[1:]) for name in ("ops", "params", "noise", "log_likelihood")})
-    return state, diagnostics
+    unflat = jax.tree_util.tree_map(lambda a: a.reshape((G, P) + a.shape[1:]), particles)
+    return state._replace(**unflat._asdict()), diagnostics
 
 
-#: The structure of each step program's result (:func:`_call` needs it without tracing).
+#: The structure of each step program's result (``exported.bind`` needs it without tracing).
 _OUTPUTS = {
     "score": 0,
     "resample": (SMCState(*range(6)), 0, 0),

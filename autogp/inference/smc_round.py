@@ -188,11 +188,7 @@ def smc_round(
             params=refined.params, noise=refined.noise, log_likelihood=refined.log_likelihood
         )
 
-    keep = jnp.repeat(rejuvenate, P)
-    particles = jax.tree_util.tree_map(
-        lambda new, old: jnp.where(keep.reshape((-1,) + (1,) * (new.ndim - 1)), new, old),
-        particles, before,
-    )
+    particles = round_steps.kept(rejuvenate, particles, before)
     state = state._replace(
         ops=_unflat(particles.ops, G),
         params=_unflat(particles.params, G),
