@@ -625,7 +625,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
                    help="leave out the origins before K (a run that adds earlier origins to a "
                    "finished run's windows)")
     p.add_argument("--candidates", default=None,
-                   help=f"comma-separated subset of {', '.join(CANDIDATES)}")
+                   help=f"comma-separated subset of {', '.join(CANDIDATES)}, or "
+                   "prior=<grammar.prior> (learned, or a prior file)")
     p.add_argument("--workers", type=int, default=0, help="processes (0: one per core)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fit-seed", type=int, default=None,
@@ -658,6 +659,9 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     command = "python lab/choose_defaults.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
     names = list(CANDIDATES) if args.candidates is None else args.candidates.split(",")
+    for name in names:  # prior=learned, prior=panel, prior=<prior file>: grammar.prior
+        if name.startswith("prior="):
+            CANDIDATES[name] = {"grammar.prior": name.partition("=")[2]}
     unknown = [n for n in names if n not in CANDIDATES]
     if unknown:
         p.error(f"unknown candidates {unknown}; choose from {list(CANDIDATES)}")

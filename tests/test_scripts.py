@@ -35,6 +35,8 @@ SMOKE_ARGS = {
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
     "bench_threefry.py": ["--tiny", "--json", "{tmp}/bench_threefry.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
+    "learn_priors.py": ["--tiny", "--workers", "1", "--objective", "both",
+                        "--output", "{tmp}/prior.toml"],
     "make_gallery.py": ["--tiny", "--out", "{tmp}/gallery"],
     "panel_scores.py": ["{tmp}/m3_run", "--baselines", "{tmp}/m3_run/baselines.csv",
                         "--freq-data", "{tmp}/m3_run/freq.csv", "--json", "{tmp}/scores.json"],
@@ -324,12 +326,34 @@ def check_panel_scores(tmp: Path, output: str, facts) -> None:
     assert "series with autogp MASE" in output
 
 
+def check_learn_priors(tmp: Path, output: str, facts) -> None:
+    from autogp.config.learned_prior import read_prior_table
+    from autogp.kernels import spec
+
+    for name, objective in (("prior.toml", "evidence"), ("prior_predictive.toml",
+                                                         "predictive")):
+        table = read_prior_table(tmp / name)
+        assert f"objective {objective}" in table.source
+        by_name = {g.name: g for g in table.groups}
+        # 3 series of each part: yearly and other (season 1), quarterly (4), monthly (12), and
+        # the development panel's first three by id
+        assert {"season 1, up to 60 points", "season 4", "season 12", "any series"} <= set(
+            by_name)
+        every = by_name["any series"]
+        assert every.series == 15
+        base = spec.PARAM_OF_NAME["amp"].prior
+        assert every.priors["LIN.amp"] != base  # learned from the fits
+        assert set(every.weights) == {"LIN", "GE", "PER", "BM", "PLUS", "TIMES", "CP"}
+    assert output.count("groups written to") == 2
+
+
 CHECKS = {
     "bench_evaluator.py": check_bench_evaluator,
     "bench_linalg.py": check_bench_linalg,
     "bench_rejuvenation.py": check_bench_rejuvenation,
     "bench_smc.py": check_bench_smc,
     "bench_threefry.py": check_bench_threefry,
+    "learn_priors.py": check_learn_priors,
     "make_gallery.py": check_make_gallery,
     "m3_report.py": check_m3_report,
     "panel_scores.py": check_panel_scores,

@@ -47,6 +47,7 @@ from autogp.cli.options import (
     OutputOption,
     ParticlesOption,
     PlotOption,
+    PriorOption,
     QuantileOption,
     QuietOption,
     ResumeOption,
@@ -252,6 +253,7 @@ def fit(
     level: LevelOption = None,
     quantile: QuantileOption = None,
     particles: ParticlesOption = None,
+    prior: PriorOption = None,
     seed: SeedOption = None,
     workers: WorkersOption = None,
     backend: BackendOption = None,
@@ -312,6 +314,7 @@ def fit(
         seed=seed,
         particles=particles,
         log_transform=log_transform,
+        prior=prior,
         overrides=overrides,
         progress=not quiet,
     )

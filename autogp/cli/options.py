@@ -96,6 +96,13 @@ ParticlesOption = Annotated[
                  "more structures and take longer.",
                  show_default=config_default(DEFAULTS.smc.num_particles, "smc.num_particles")),
 ]
+PriorOption = Annotated[
+    str | None,
+    typer.Option(help="Priors of the fit: autogp.jl (AutoGP.jl's), learned (learned across "
+                 "the shipped panels, by season and length), panel (learned from this panel "
+                 "first) or a prior file.",
+                 show_default=config_default(DEFAULTS.grammar.prior, "grammar.prior")),
+]
 SeedOption = Annotated[
     int | None,
     typer.Option(min=0, help="Random seed; the same seed gives the same forecast.",

@@ -74,6 +74,12 @@ class GrammarConfig:
         6.0, "prior weight of each covariate's atoms (LIN[c] gets 2/3 of it, SE[c] 1/3; a "
         "covariate's lagged copies, data.covariate_lags, share it evenly); used only for data "
         "with covariates (extra numeric columns)", lo=0.0, hi=1e6)
+    prior: str = setting(
+        "autogp.jl", "the priors a fit uses where [priors] and [grammar.weights] keep their "
+        "defaults: 'autogp.jl' (those defaults, AutoGP.jl's), 'learned' (learned across the "
+        "shipped panels' training rows, by the series' season and length: "
+        "autogp/config/learned_prior.toml), 'panel' (learned from the panel being fitted, "
+        "before its series are fitted) or a prior file's path", kind="str")
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,10 @@ def experiment_report(summary: dict[str, Any]) -> str:
         f"{summary['seed']}, {summary['particles']} particles, fit {summary['fit_seconds']:.0f} s "
         f"on {summary['machine']}."
     )
+    priors = summary.get("priors") or {}
+    if priors:
+        lines.append("Priors: " + "; ".join(f"{count} series under {name}"
+                                            for name, count in priors.items()) + ".")
     lines.append("")
     source = summary.get("baseline_source")
     if source:

@@ -22,6 +22,7 @@ experiment a list of such configs (:mod:`~autogp.experiments.parts`).
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ import pandas as pd
 from rich.console import Console
 
 from autogp.config import Config, ConfigError, load_config
+from autogp.config.learned_prior import AUTOGP_JL, LEARNED, PANEL
 from autogp.data import DataError, TimeSeries, from_frame, read_csv
 from autogp.data.header import read_frame
 from autogp.data.seasons import with_frequency
@@ -53,6 +55,35 @@ from autogp.experiments.series_scores import (
 from autogp.forecast.metrics import seasonality
 from autogp.forecast.model import AutoGP
 from autogp.parallel import AfterFit, map_chunks, read_series_tolerant, resolve_workers
+from autogp.parallel.panel import panel_prior_config
+from autogp.parallel.panel_prior import FILE_NAME
+
+
+def with_run_prior(config: Config, config_path: Path, trains: list[TimeSeries], *,
+                   resume: bool, quiet: bool) -> Config:
+    """``config`` with ``grammar.prior`` a file a worker can read: a prior file named
+    relative to the config's folder, or ``"panel"`` learned from the run's training series
+    into ``output.dir/prior/`` (a resumed run reads it back; a new run learns it again)."""
+    prior = config.grammar.prior
+    if prior in (AUTOGP_JL, LEARNED):
+        return config
+    if prior != PANEL:
+        return config.with_overrides({"grammar.prior": str(find_file(prior, config_path))})
+    folder = Path(config.output.dir) / "prior"
+    if not resume:
+        (folder / FILE_NAME).unlink(missing_ok=True)
+        shutil.rmtree(folder / "prior_fits", ignore_errors=True)
+    return panel_prior_config(config, trains, folder, lambda c, series, fits: AutoGP(
+        c, progress=not quiet).fit(series, resume=fits if resume else None).fits)
+
+
+def prior_counts(model: AutoGP) -> dict[str, int]:
+    """How many series were fitted under each prior (``Posterior.prior``; "autogp.jl": the
+    config's own)."""
+    counts: dict[str, int] = {}
+    for fit in model.fits.values():
+        counts[fit.prior or AUTOGP_JL] = counts.get(fit.prior or AUTOGP_JL, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def resolve_data_path(config: Config, config_path: Path) -> Path:
@@ -263,6 +294,8 @@ def run_single_experiment(
         )
     started = time.perf_counter()
     resume_dir = Path(config.output.dir) / "resume" if resume else None
+    config = with_run_prior(config, config_path, [train for train, _ in pairs],
+                            resume=resume, quiet=quiet)
     # Each worker forecasts and scores its series right after fitting them.
     after = AfterFit(forecast_and_score_fit, {t.unique_id: (t, h) for t, h in pairs})
     model = AutoGP(config, progress=not quiet).fit([train for train, _ in pairs],
@@ -299,6 +332,7 @@ def run_single_experiment(
         "scored_series": len(rows),
         "failed_series": len(errors),
         "particles": config.smc.num_particles,
+        "priors": prior_counts(model),
         "workers": min(resolve_workers(config.smc.workers), len(pairs)),
         "seed": config.seed,
         "horizons": sorted({len(h.y) for _, h in pairs if h is not None}),

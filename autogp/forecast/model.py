@@ -58,6 +58,10 @@ class AutoGP(RevisedData):
         max_depth: deepest kernel tree (``grammar.max_depth``).
         log_transform: True fits ``log(y)`` (``data.transform = "log"``), False the raw values
             (``"none"``); default: the config's ``data.transform`` ("auto": chosen per series).
+        prior: the priors of the fit (``grammar.prior``): ``"autogp.jl"`` (the config's
+            [priors]), ``"learned"`` (learned across the shipped panels, by the series'
+            season and length), ``"panel"`` (learned from the panel given to :meth:`fit`
+            first; kept in its ``resume`` folder) or a prior file's path.
         overrides: further dotted config keys, e.g. ``{"refine.steps": 20}``. The
             environment variable ``AUTOGP_SET`` (``"smc.num_particles=4 smc.num_rounds=3"``)
             sets keys for every model made from a path, a dict or the defaults, below these.
@@ -80,6 +84,7 @@ class AutoGP(RevisedData):
         rounds: int | None = None,
         max_depth: int | None = None,
         log_transform: bool | None = None,
+        prior: str | None = None,
         overrides: Mapping[str, Any] | None = None,
         progress: bool | None = None,
     ) -> None:
@@ -91,6 +96,7 @@ class AutoGP(RevisedData):
             ("smc.num_particles", particles),
             ("smc.num_rounds", rounds),
             ("grammar.max_depth", max_depth),
+            ("grammar.prior", prior),
         ):
             if value is not None:
                 extra[key] = value
@@ -224,6 +230,7 @@ class AutoGP(RevisedData):
             notes=self.progress is not False,
             after=after_fit,
         )
+        self.config = result.config or self.config  # grammar.prior "panel": the learned file
         self.compile_seconds = result.compile_seconds
         self.after_fit_results = result.after
         errors = {**read_errors, **result.errors}

@@ -88,7 +88,8 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
             fit.smc_result(), fit.x, fit.y,
             fit.inputs(series.t, None if kept is None else kept.to_numpy()),
             fit.scaler.forward_y(series.y),
-            *covariate_engine(config, fit.covariate_scaling, fit.ge_weight_to),
+            *covariate_engine(config, fit.covariate_scaling, fit.ge_weight_to, fit.series,
+                         fit.series.n - fit.added),
             key=jax.random.fold_in(key, REVISION_STREAM), num_rounds=rounds,
             seasonal_period=seasonal_periods(old, fit.scaler), **known,
         )
@@ -99,7 +100,7 @@ def revise_posterior(fit: Posterior, keep: np.ndarray, y: np.ndarray, config: Co
                               updates=fit.updates + 1, left_out=fit.left_out, stride=fit.stride,
                               added=max(0, fit.added - removed),
                               covariate_scaling=fit.covariate_scaling,
-                              ge_weight_to=fit.ge_weight_to)
+                              ge_weight_to=fit.ge_weight_to, prior=fit.prior)
 
 
 def remove_posterior(fit: Posterior, ds: Any, config: Config, *, panel: bool,

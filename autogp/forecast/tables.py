@@ -136,6 +136,8 @@ def explanation(posteriors: Sequence[Posterior], table: pd.DataFrame, top: int =
         )
         if post.scaler.transform_reason:
             lines.append(f"  {post.scaler.transform_reason}")
+        prior = post.prior or "autogp.jl (the config's [priors] and [grammar.weights])"
+        lines.append(f"  prior: {prior}")
         stage = full_resolution_reading(post)
         if stage:
             lines.append(f"  {stage}")

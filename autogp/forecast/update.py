@@ -151,7 +151,8 @@ def update_posterior(
     key = jax.random.fold_in(series_key(config.seed, uid, panel), fit.updates + 1)
     result = smc.update_smc(
         fit.smc_result(), x_all, yn_all,
-        *covariate_engine(config, fit.covariate_scaling, fit.ge_weight_to),
+        *covariate_engine(config, fit.covariate_scaling, fit.ge_weight_to, fit.series,
+                         fit.series.n - fit.added),
         key=key, num_rounds=rounds,
         seasonal_period=seasonal_periods(old, fit.scaler), **known,
     )
@@ -167,7 +168,7 @@ def update_posterior(
                               updates=fit.updates + 1, left_out=fit.left_out,
                               stride=fit.stride, added=fit.added + int(t_new.size),
                               covariate_scaling=fit.covariate_scaling,
-                              ge_weight_to=fit.ge_weight_to)
+                              ge_weight_to=fit.ge_weight_to, prior=fit.prior)
 
 
 def checked_noise(fit: Posterior, stamps: pd.Index, y: np.ndarray, sd: np.ndarray | None

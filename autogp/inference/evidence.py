@@ -320,6 +320,17 @@ def prequential_log_scores(grammar: gr.Grammar, ops, params, noise, data: Data, 
     return np.where(np.isfinite(score), score, -np.inf)
 
 
+def second_half_log_likelihood(ops, params, noise, data: Data, *, num_particles: int,
+                               num_inducing: int = 0) -> np.ndarray:
+    """``log p(y_{h+1..n} | y_{1..h}, theta)`` of flattened particles ``[G * P]`` at their own
+    parameters (``h`` the first half, rounded up): the one-step-ahead predictive log densities
+    of the second half summed. ``-inf`` where not finite."""
+    ops, params, noise = (jnp.asarray(a) for a in (ops, params, noise))
+    score = np.asarray(_second_half_log_likelihood(num_particles, num_inducing, ops, params,
+                                                   noise, data), dtype=np.float64)
+    return np.where(np.isfinite(score), score, -np.inf)
+
+
 @functools.partial(jit, static_argnums=(0, 1))
 def _second_half_log_likelihood(num_particles, num_inducing, ops, params, noise, data):
     half = (data.length + 1) // 2
@@ -329,5 +340,5 @@ def _second_half_log_likelihood(num_particles, num_inducing, ops, params, noise,
 
 
 __all__ = ["ParticleEvidence", "laplace_log_evidence", "laplace_log_weights",
-           "prequential_log_scores",
+           "prequential_log_scores", "second_half_log_likelihood",
            "log_joint_hessians", "mode_log_weights", "particle_evidence", "symmetry_count"]

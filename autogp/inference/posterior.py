@@ -124,6 +124,9 @@ class Posterior:
     # The atom that took GE's prior weight in the search (data.full_resolution_ge), which
     # updates keep; "": the config's grammar.
     ge_weight_to: str = ""
+    # The learned prior the fit ran under (its file and group: pipeline.series_prior); "":
+    # the config's [priors] and [grammar.weights] as written.
+    prior: str = ""
 
     @classmethod
     def from_smc(
@@ -139,6 +142,7 @@ class Posterior:
         added: int = 0,
         covariate_scaling: CovariateScaling | None = None,
         ge_weight_to: str = "",
+        prior: str = "",
     ) -> Posterior:
         """The posterior of ``series`` (normalised by ``scaler``) that an SMC run found."""
         return cls(
@@ -157,6 +161,7 @@ class Posterior:
             added=added,
             covariate_scaling=covariate_scaling,
             ge_weight_to=ge_weight_to,
+            prior=prior,
         )
 
     def smc_result(self) -> SMCResult:

@@ -13,6 +13,7 @@ single-threaded matrix products everywhere).
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -20,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from autogp.config import Config, ConfigError
+from autogp.config.learned_prior import PANEL
 from autogp.data import TimeSeries
 from autogp.inference import exported
 from autogp.inference.posterior import Posterior
 from autogp.parallel.local import run_local
+from autogp.parallel.panel_prior import learn_panel_prior
 from autogp.parallel.progress import CompilePhase, SeriesProgress, progress_bar
 from autogp.parallel.resume import ResumeStore
 from autogp.parallel.work import (
@@ -53,6 +56,9 @@ class PanelFit:
     resumed: list[str] = field(default_factory=list)
     compile_seconds: float = 0.0
     after: dict[str, AfterFitResult] = field(default_factory=dict)
+    # The config the series were fitted under: grammar.prior = "panel" becomes the path of
+    # the prior learned from the panel (None: the config given).
+    config: Config | None = None
 
 
 def resolve_workers(configured: int) -> int:
@@ -113,11 +119,16 @@ def fit_panel(
                           key="smc.backend")
     scheduler = scheduler if scheduler is not None else config.smc.scheduler
     workers = resolve_workers(int(workers or config.smc.workers))
+    if config.grammar.prior == PANEL:
+        config = panel_prior_config(config, all_series, resume, lambda c, s, folder: fit_panel(
+            c, s, backend=backend, scheduler=scheduler, client=client, workers=workers,
+            resume=folder if resume is not None else None, progress=progress,
+            notes=notes).fits)
     use_compilation_cache()  # only a machine's first fit compiles, from the API as from the CLI
     config_dict = config.to_dict()
     store = ResumeStore(resume, config, panel) if resume is not None else None
     inputs = {s.unique_id: s for s in all_series}
-    out = PanelFit()
+    out = PanelFit(config=config)
     if store is not None:
         out.fits = store.load(all_series)
         out.resumed = [s.unique_id for s in all_series if s.unique_id in out.fits]
@@ -175,6 +186,16 @@ def fit_panel(
                 finish(results)
         phase.finish(time.perf_counter() - started, out.compile_seconds)
     return out
+
+
+def panel_prior_config(config: Config, all_series: Sequence[TimeSeries],
+                       resume: str | Path | None, fit: Callable[..., Any]) -> Config:
+    """``config`` with ``grammar.prior`` the path of the prior learned from ``all_series``
+    (:func:`~autogp.parallel.panel_prior.learn_panel_prior`), kept in the resume folder (a
+    resumed run reads it back) or, without one, in a new temporary folder."""
+    folder = Path(resume) if resume is not None else Path(tempfile.mkdtemp(prefix="autogp_"))
+    path = learn_panel_prior(config, all_series, folder=folder, fit=fit)
+    return config.with_overrides({"grammar.prior": str(path.resolve())})
 
 
 def _dask_runner() -> Callable[..., Any]:

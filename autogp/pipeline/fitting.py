@@ -30,11 +30,8 @@ from autogp.inference.grammar import with_covariates
 from autogp.inference.posterior import Posterior
 from autogp.kernels import Kernel, pack, parse
 from autogp.kernels.spec import MAX_COVARIATES
-from autogp.pipeline.full_resolution import (
-    full_resolution_stage,
-    ge_weight_to,
-    with_ge_weight_to,
-)
+from autogp.pipeline.full_resolution import full_resolution_stage, ge_weight_to
+from autogp.pipeline.series_prior import prior_label, series_engine
 
 
 def series_key(seed: int, unique_id: str, panel: bool) -> jax.Array:
@@ -237,7 +234,7 @@ def _window_posterior(series: TimeSeries, config: Config, *, panel: bool,
     series, left_out, stride = fitting_window(series, config)
     scaler = series_scaler(series, config, stride)
     scaling = covariate_scaling(series, config)
-    grammar, settings = covariate_engine(config, scaling, ge_to)
+    grammar, settings = covariate_engine(config, scaling, ge_to, series)
     y = scaler.forward_y(series.y)
     if scaling is None:
         x = scaler.forward_t(series.t)
@@ -249,15 +246,19 @@ def _window_posterior(series: TimeSeries, config: Config, *, panel: bool,
                          **known_noise(series, scaler, config))
     return Posterior.from_smc(series, scaler, result, left_out=left_out,
                               num_inducing=num_inducing(config, series.n), stride=stride,
-                              covariate_scaling=scaling, ge_weight_to=ge_to)
+                              covariate_scaling=scaling, ge_weight_to=ge_to,
+                              prior=prior_label(config, series))
 
 
-def covariate_engine(config: Config, scaling: CovariateScaling | None, ge_to: str = ""):
-    """The grammar and SMC settings of a fit with the covariates of ``scaling`` (their atoms
-    in the grammar, each covariate's lagged copies sharing its prior weight:
-    :func:`autogp.data.lags.prior_shares`; None: without any), and with GE's prior weight
-    given to the atom ``ge_to`` where that is set (``Posterior.ge_weight_to``)."""
-    grammar, settings = engine_settings(with_ge_weight_to(config, ge_to))
+def covariate_engine(config: Config, scaling: CovariateScaling | None, ge_to: str = "",
+                     series: TimeSeries | None = None, points: int | None = None):
+    """The grammar and SMC settings of a fit of ``series`` (its fitted window; ``points`` of
+    its observations where given: :func:`~autogp.pipeline.series_prior.series_engine`) with
+    the covariates of ``scaling`` (their atoms in the grammar, each covariate's lagged copies
+    sharing its prior weight: :func:`autogp.data.lags.prior_shares`; None: without any), and
+    with GE's prior weight given to the atom ``ge_to`` where that is set
+    (``Posterior.ge_weight_to``)."""
+    grammar, settings = series_engine(config, series, ge_to, points)
     if scaling is not None:
         grammar = with_covariates(grammar, len(scaling.names), config.grammar.covariate_weight,
                                   prior_shares(scaling.column_sources()))

@@ -28,7 +28,7 @@ import dataclasses
 import numpy as np
 from scipy.special import logsumexp
 
-from autogp.config import Config, engine_settings
+from autogp.config import Config
 from autogp.data import TimeSeries
 from autogp.inference import shapes
 from autogp.inference.full_resolution import (
@@ -38,6 +38,7 @@ from autogp.inference.full_resolution import (
     refit,
 )
 from autogp.inference.posterior import Posterior
+from autogp.pipeline.series_prior import series_engine
 from autogp.statespace import BLOCK, support
 from autogp.statespace.filter import round_up
 
@@ -137,7 +138,8 @@ def full_resolution_stage(post: Posterior, series: TimeSeries, config: Config) -
         return _kept(post, t, y, reason)
     # Room for PER's order to grow a little as its length scale moves (else it scores -inf).
     dim = min(cap, round_up(int(sup.used[fine].max()) + DIM_STEP, DIM_STEP))
-    settings = engine_settings(config)
+    # the window fit's own grammar: its learned prior group and GE's weight where it moved
+    settings = series_engine(config, post.series, post.ge_weight_to)
     refine = settings.smc.refine
     chosen = reps[fine]
     params, noise, ll = refit(post.ops[chosen], post.params[chosen], post.noise[chosen], x, z,

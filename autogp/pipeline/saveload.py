@@ -30,6 +30,7 @@ Layout (format version 1)::
           "stride": 1,                the window kept every stride-th training point
           "ge_weight_to": "",         the atom that took GE's prior weight in the search
                                       (data.full_resolution_ge; "": none)
+          "prior": "...",             the learned prior group the fit ran under (absent: none)
           "added": 0,                 observations online updates appended (all fitted)
           "history": {...},           the SMC's per-round diagnostics
           "particles": [              documentation of the particles (the arrays are authoritative)
@@ -171,6 +172,7 @@ def model_to_bytes(model: FittedModel, *, notes: dict[str, Any] | None = None) -
                 "left_out": fit.left_out,
                 "stride": fit.stride,
                 "ge_weight_to": fit.ge_weight_to,
+                **({"prior": fit.prior} if fit.prior else {}),
                 "added": fit.added,
                 **({} if fit.covariate_scaling is None
                    else {"covariates": fit.covariate_scaling.to_dict()}),
@@ -352,6 +354,7 @@ def _build_model(doc: dict[str, Any], arrays: dict[str, np.ndarray], source: str
             left_out=int(entry.get("left_out", 0)),
             stride=int(entry.get("stride", 1)),
             ge_weight_to=str(entry.get("ge_weight_to", "")),
+            prior=str(entry.get("prior", "")),
             added=int(entry.get("added", 0)),
             covariate_scaling=scaling,
             full_resolution=_full_resolution(entry, arrays, i, P),
