@@ -80,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="type-II evidence, or the pooled one-step-ahead predictive density of "
                    "each series' second half; both: two files (the second's name ends in "
                    "_predictive)")
-    p.add_argument("--at-modes", action="store_true",
-                   help="read each particle's prior ratio at its mode (no Laplace widths)")
+    p.add_argument("--laplace", action="store_true",
+                   help="integrate each particle's prior ratio over its mode's Laplace width "
+                   "(default: read at the mode, the shipped file's way)")
     p.add_argument("--resume", type=Path, default=None,
                    help="folder keeping the fits: a rerun (another objective) refits nothing")
     p.add_argument("--tiny", action="store_true", help="smoke test: 3 series per part, tiny model")
@@ -113,11 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         kinds = {s.unique_id: series_kind(s, config) for s in series}
         for objective in objectives:
             table = learn_table(fits, kinds, config, min_series=min_series, max_series=10**6,
-                                objective=objective, laplace=not args.at_modes,
+                                objective=objective, laplace=args.laplace,
                                 source=(f"{len(fits)} training series of "
                                         f"{', '.join(part.stem for part in parts)}, seed "
                                         f"{args.seed}, objective {objective}"
-                                        f"{' at the modes' if args.at_modes else ''}; "
+                                        f"{', Laplace widths' if args.laplace else ''}; "
                                         f"{command}"))
             what = ("type-II empirical Bayes" if objective == "evidence" else
                     "the pooled one-step-ahead predictive density of each series' second half")

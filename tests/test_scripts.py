@@ -35,7 +35,7 @@ SMOKE_ARGS = {
     "bench_smc.py": ["--tiny", "--json", "{tmp}/bench_smc.json"],
     "bench_threefry.py": ["--tiny", "--json", "{tmp}/bench_threefry.json"],
     "m3_report.py": ["{tmp}/m3_run", "--out", "{tmp}/m3_run/report.md"],
-    "learn_priors.py": ["--tiny", "--workers", "1", "--objective", "both",
+    "learn_priors.py": ["--tiny", "--workers", "1", "--objective", "both", "--laplace",
                         "--output", "{tmp}/prior.toml"],
     "make_gallery.py": ["--tiny", "--out", "{tmp}/gallery"],
     "panel_scores.py": ["{tmp}/m3_run", "--baselines", "{tmp}/m3_run/baselines.csv",

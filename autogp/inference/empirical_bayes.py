@@ -177,12 +177,19 @@ def _used(ops: Array) -> Array:
     return jnp.arange(spec.MAX_PARAMS) < jnp.asarray(spec.NUM_PARAMS)[ops][..., None]
 
 
+#: A coordinate's likelihood counts as informative where its precision is at least this
+#: fraction of the prior's.
+INFORMED = 0.1
+
+
 def _laplace_ratio(theta, var, mean, std, mean0, std0) -> Array:
     """log of the integral of N(mean, std) against a coordinate's likelihood, over the same
     with N(mean0, std0): the likelihood is the Gaussian that the Laplace posterior
     N(theta, var) under N(mean0, std0) implies; 0 where it is flat (var at the prior's)."""
     precision = 1.0 / var - 1.0 / std0**2
-    informed = precision > 1e-6 / std0**2
+    # Under a tenth of the prior's precision the likelihood's own width and mode are the
+    # difference of two nearly equal numbers (rounding, a floored Hessian): read as flat.
+    informed = precision > INFORMED / std0**2
     v = 1.0 / jnp.where(informed, precision, 1.0)
     m = v * (jnp.where(informed, theta / var, 0.0) - mean0 / std0**2)
     ratio = (norm.logpdf(m, mean, jnp.sqrt(v + std**2))

@@ -104,7 +104,7 @@ def laplace_modes(fit: Posterior, grammar: Grammar
 
 def learn_table(fits: dict[str, Posterior], kinds: dict[str, tuple[int, int]], config: Config,
                 *, source: str, min_series: int = MIN_SERIES, max_series: int = MAX_SERIES,
-                objective: str = "evidence", laplace: bool = True) -> PriorTable:
+                objective: str = "evidence", laplace: bool = False) -> PriorTable:
     """The prior table learned from ``fits`` (fitted under ``config``'s base prior), one
     group per kind of :func:`kind_groups`, by ``objective``
     (:data:`~autogp.inference.empirical_bayes.OBJECTIVES`); ``laplace``: each particle's
