@@ -168,9 +168,9 @@ def _toml_pair(pair: tuple[float, float]) -> str:
 def prior_table_text(table: PriorTable, header: str = "") -> str:
     """``table`` as a prior file (TOML): :func:`read_prior_table` reads it back."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
-    lines.append(f"source = {json_string(table.source)}")
+    lines.append(f"source = {_toml_string(table.source)}")
     for g in table.groups:
-        lines += ["", "[[group]]", f"name = {json_string(g.name)}",
+        lines += ["", "[[group]]", f"name = {_toml_string(g.name)}",
                   f"seasons = [{', '.join(str(s) for s in g.seasons)}]",
                   f"points = [{g.points[0]}, {g.points[1]}]",
                   f"series = {g.series}", f"gain = {g.gain:.1f}   # nats of log evidence",
@@ -182,7 +182,7 @@ def prior_table_text(table: PriorTable, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def json_string(text: str) -> str:
+def _toml_string(text: str) -> str:
     """A TOML basic string."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 

@@ -138,8 +138,8 @@ def full_resolution_stage(post: Posterior, series: TimeSeries, config: Config) -
         return _kept(post, t, y, reason)
     # Room for PER's order to grow a little as its length scale moves (else it scores -inf).
     dim = min(cap, round_up(int(sup.used[fine].max()) + DIM_STEP, DIM_STEP))
-    # the window fit's own grammar: its learned prior group and GE's weight where it moved
-    settings = series_engine(config, post.series, post.ge_weight_to)
+    # the parameter priors of the window fit (its learned prior group, where it has one)
+    settings = series_engine(config, post.series)
     refine = settings.smc.refine
     chosen = reps[fine]
     params, noise, ll = refit(post.ops[chosen], post.params[chosen], post.noise[chosen], x, z,
