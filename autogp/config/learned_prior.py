@@ -39,6 +39,17 @@ SHORT = 60
 ANY_LENGTH = (1, 0)  # points = [lo, hi], hi 0: no bound
 
 
+def covers(seasons: Sequence[int], points: tuple[int, int], season: int, n: int) -> bool:
+    """Whether a group of ``seasons`` (empty: any) and ``points = [lo, hi]`` (hi 0: no upper
+    bound) serves a series of season ``season`` with ``n`` fitted points."""
+    lo, hi = points
+    return (not seasons or season in seasons) and n >= lo and (hi == 0 or n <= hi)
+
+
+#: [grammar.weights] keys (PLUS, TIMES, atom names) -> opcode.
+OPCODE_OF_KEY = {key: op for op, key in spec.KEYS.items() if op != spec.EMPTY}
+
+
 @dataclasses.dataclass(frozen=True)
 class PriorGroup:
     """The prior learned from one kind of series."""
@@ -53,9 +64,7 @@ class PriorGroup:
     noise: tuple[float, float]
 
     def matches(self, season: int, points: int) -> bool:
-        lo, hi = self.points
-        return ((not self.seasons or season in self.seasons) and points >= lo
-                and (hi == 0 or points <= hi))
+        return covers(self.seasons, self.points, season, points)
 
     @property
     def specificity(self) -> tuple[int, int]:
@@ -116,8 +125,7 @@ def _group(raw: Mapping, where: str) -> PriorGroup:
         raise ConfigError(f"{where}.points: [lo, hi] whole numbers expected, got {points!r}")
     weights = {}
     for name, w in raw.get("weights", {}).items():
-        key = {"PLUS": "+", "TIMES": "*"}.get(name, name)
-        if key not in spec.OPCODE_OF_NAME:
+        if name not in OPCODE_OF_KEY:
             raise ConfigError(f"{where}.weights: unknown atom or operator {name!r}")
         weights[name] = _number(w, f"{where}.weights.{name}")
         if weights[name] < 0:
@@ -235,12 +243,13 @@ def apply_group(grammar: Grammar, group: PriorGroup, config: Config) -> Grammar:
             if op not in spec.COVARIATE_ATOMS:
                 weights[op] = 0.0
         for name, w in group.weights.items():
-            weights[spec.OPCODE_OF_NAME[{"PLUS": "+", "TIMES": "*"}.get(name, name)]] = w
+            weights[OPCODE_OF_KEY[name]] = w
     noise = grammar.noise_prior if "noise" in set_priors else group.noise
     return dataclasses.replace(grammar, weights=tuple(weights),
                                param_prior_mean=tuple(map(tuple, mean)),
                                param_prior_std=tuple(map(tuple, std)), noise_prior=noise)
 
 
-__all__ = ["AUTOGP_JL", "LEARNED", "PANEL", "SHIPPED", "SHORT", "PriorGroup", "PriorTable",
-           "apply_group", "group_of", "prior_table", "prior_table_text", "read_prior_table"]
+__all__ = ["AUTOGP_JL", "LEARNED", "OPCODE_OF_KEY", "PANEL", "SHIPPED", "SHORT", "PriorGroup",
+           "PriorTable", "apply_group", "covers", "group_of", "prior_table", "prior_table_text",
+           "read_prior_table"]

@@ -38,8 +38,8 @@ import optax
 from jax.scipy.special import logsumexp
 from jax.scipy.stats import norm
 
-from autogp.inference.grammar import Grammar
-from autogp.inference.heap import heap_tables
+from autogp.inference.grammar import Grammar, cp_allowed_mask
+from autogp.inference.heap import tables_of
 from autogp.kernels import spec
 
 Array = jax.Array
@@ -84,30 +84,27 @@ def stack_particles(fits: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray, np.
         raise ValueError("no fitted series to learn a prior from")
     width = max(len(f[3]) for f in fits)
     slots = fits[0][0].shape[1]
-    out = {"ops": [], "params": [], "noise": [], "log_weights": []}
-    for i, (ops, params, noise, lw) in enumerate(fits):
+    normalised = []
+    for i, (ops, _, _, lw) in enumerate(fits):
         if ops.shape[1] != slots:
             raise ValueError(f"series {i}: trees of {ops.shape[1]} slots, the first has {slots}"
                              " (fit every series with one grammar depth)")
-        pad = width - len(lw)
         lw = np.asarray(lw, dtype=np.float64)
         if not np.any(np.isfinite(lw)):
             raise ValueError(f"series {i}: no particle has a finite weight")
-        lw = lw - np.logaddexp.reduce(lw[np.isfinite(lw)])
-        out["ops"].append(np.pad(ops, ((0, pad), (0, 0))))
-        out["params"].append(np.pad(params, ((0, pad), (0, 0), (0, 0))))
-        out["noise"].append(np.pad(noise, (0, pad)))
-        out["log_weights"].append(np.pad(lw, (0, pad), constant_values=-np.inf))
-    def padded(arrays, fill=0.0):
+        normalised.append(lw - np.logaddexp.reduce(lw[np.isfinite(lw)]))
+
+    def padded(arrays, fill=0.0, dtype=np.float64):
+        """Each series' ``[P_i, ...]`` array padded to ``width`` particles, stacked."""
         return jnp.asarray(np.stack([
-            np.pad(np.asarray(a, dtype=np.float64), [(0, width - len(a))]
+            np.pad(np.asarray(a, dtype=dtype), [(0, width - len(a))]
                    + [(0, 0)] * (np.ndim(a) - 1), constant_values=fill) for a in arrays]))
 
     return ParticleSets(
-        ops=jnp.asarray(np.stack(out["ops"]), dtype=jnp.int32),
-        params=jnp.asarray(np.stack(out["params"]), dtype=jnp.float64),
-        noise=jnp.asarray(np.stack(out["noise"]), dtype=jnp.float64),
-        log_weights=jnp.asarray(np.stack(out["log_weights"]), dtype=jnp.float64),
+        ops=padded([f[0] for f in fits], 0, np.int32),
+        params=padded([f[1] for f in fits]),
+        noise=padded([f[2] for f in fits]),
+        log_weights=padded(normalised, -np.inf),
         holdout=None if holdout is None else padded(holdout),
         param_var=None if variances is None else padded([v[0] for v in variances], np.inf),
         noise_var=None if variances is None else padded([v[1] for v in variances], np.inf),
@@ -160,16 +157,10 @@ def _node_log_prob_table(log_weights: Array, max_depth: int) -> Array:
 
 def structure_log_prior(hyper: Hyperprior, ops: Array) -> Array:
     """log p_eta(T) of trees ``ops [..., S]``."""
-    slots = ops.shape[-1]
-    max_depth = int(np.log2(slots + 1)) - 1
-    tables = heap_tables(max_depth)
-    depth = jnp.asarray(tables.depth)
-    parent = jnp.asarray(tables.parent)
-    is_root = jnp.asarray(tables.is_root)
-    parent_op = jnp.where(is_root, spec.EMPTY, jnp.take(ops, parent, axis=-1))
-    cp_ok = (is_root | (parent_op == spec.CP)).astype(jnp.int32)
-    table = _node_log_prob_table(hyper.log_weights, max_depth)
-    node = table[depth, cp_ok, ops]
+    tables = tables_of(ops)
+    cp_ok = jnp.vectorize(cp_allowed_mask, signature="(s)->(s)")(ops).astype(jnp.int32)
+    table = _node_log_prob_table(hyper.log_weights, tables.max_depth)
+    node = table[jnp.asarray(tables.depth), cp_ok, ops]
     return jnp.sum(jnp.where(ops != spec.EMPTY, node, 0.0), axis=-1)
 
 

@@ -27,6 +27,7 @@ from autogp.config.learned_prior import (
     SHORT,
     PriorGroup,
     PriorTable,
+    covers,
     group_of,
     prior_table_text,
     read_prior_table,
@@ -57,22 +58,19 @@ def kind_groups(kinds: dict[str, tuple[int, int]], min_series: int = MIN_SERIES
                 ) -> list[tuple[str, tuple[int, ...], tuple[int, int], list[str]]]:
     """``(name, seasons, points, ids)`` of every kind with at least ``min_series`` series,
     the most specific first; ``kinds``: id -> (season, points)."""
-    short, long_ = (1, SHORT), (SHORT + 1, 0)
+    lengths = (((1, SHORT), f"up to {SHORT} points"), ((SHORT + 1, 0), f"over {SHORT} points"))
+    specs = []
+    for season in sorted({s for s, _ in kinds.values()}):
+        specs += [(f"season {season}, {words}", (season,), points) for points, words in lengths]
+        specs.append((f"season {season}", (season,), ANY_LENGTH))
+    specs += [(f"any season, {words}", (), points) for points, words in lengths]
+    specs.append(("any series", (), ANY_LENGTH))
     out = []
-    seasons = sorted({s for s, _ in kinds.values()})
-    for season in seasons:
-        for points, words in ((short, f"up to {SHORT} points"), (long_, f"over {SHORT} points")):
-            ids = [u for u, (s, n) in kinds.items()
-                   if s == season and points[0] <= n and (points[1] == 0 or n <= points[1])]
-            out.append((f"season {season}, {words}", (season,), points, ids))
-        out.append((f"season {season}", (season,), ANY_LENGTH,
-                    [u for u, (s, _) in kinds.items() if s == season]))
-    for points, words in ((short, f"up to {SHORT} points"), (long_, f"over {SHORT} points")):
-        ids = [u for u, (_, n) in kinds.items()
-               if points[0] <= n and (points[1] == 0 or n <= points[1])]
-        out.append((f"any season, {words}", (), points, ids))
-    out.append(("any series", (), ANY_LENGTH, list(kinds)))
-    return [(name, s, p, sorted(ids)) for name, s, p, ids in out if len(ids) >= min_series]
+    for name, seasons, points in specs:
+        ids = sorted(u for u, (s, n) in kinds.items() if covers(seasons, points, s, n))
+        if len(ids) >= min_series:
+            out.append((name, seasons, points, ids))
+    return out
 
 
 def holdout_densities(fit: Posterior) -> np.ndarray:
